@@ -1,0 +1,15 @@
+module github.com/blitzgo/blitz/benchmarks
+
+go 1.25
+
+require (
+	github.com/blitzgo/blitz/blitz v0.1.0
+	github.com/blitzgo/blitz/blitzio v0.1.0
+	github.com/blitzgo/blitz/shared/lockfree v0.1.0
+)
+
+replace (
+	github.com/blitzgo/blitz/blitz => ../blitz
+	github.com/blitzgo/blitz/blitzio => ../blitzio
+	github.com/blitzgo/blitz/shared/lockfree => ../shared/lockfree
+)

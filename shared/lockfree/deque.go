@@ -1,0 +1,283 @@
+package lockfree
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// DefaultDequeCapacity is the ring size of a deque made with capacity 0: 256 slots, the
+// reference design's per-worker queue size.
+const DefaultDequeCapacity = 256
+
+// StealResult says how a steal attempt ended.
+type StealResult uint8
+
+const (
+	// Empty means the deque held no item when the thief looked.
+	Empty StealResult = iota
+	// Success means the thief took the item it returned.
+	Success
+	// Retry means the thief lost a race (with the owner popping the last item, or with
+	// another thief) and the deque may still hold items; try again.
+	Retry
+)
+
+// String returns "Empty", "Success" or "Retry".
+func (r StealResult) String() string {
+	switch r {
+	case Empty:
+		return "Empty"
+	case Success:
+		return "Success"
+	case Retry:
+		return "Retry"
+	}
+	return fmt.Sprintf("StealResult(%d)", uint8(r))
+}
+
+// ring is one circular buffer of a deque. A ring is never written after a deque has
+// replaced it by a larger one, so a thief that loaded the old ring reads consistent,
+// still-valid slots; the garbage collector frees it once no thief holds it. This is what
+// makes growth safe without the epoch-based reclamation that C and Rust need.
+type ring[T any] struct {
+	mask  int64
+	slots []atomic.Pointer[T]
+}
+
+func newRing[T any](capacity int64) *ring[T] {
+	return &ring[T]{mask: capacity - 1, slots: make([]atomic.Pointer[T], capacity)}
+}
+
+func (r *ring[T]) load(i int64) *T     { return r.slots[i&r.mask].Load() }
+func (r *ring[T]) store(i int64, v *T) { r.slots[i&r.mask].Store(v) }
+
+// Deque is a Chase-Lev work-stealing deque of *T (Chase and Lev, SPAA 2005, with the
+// memory orderings of Lê et al., PPoPP 2013).
+//
+// Roles:
+//   - The owner, a single goroutine at a time, calls Push, PushGrow and Pop at the
+//     bottom end. These are wait-free.
+//   - Thieves, any number of goroutines, call Steal, StealLoop and StealHalf at the top
+//     end. These are lock-free: a steal that loses a race answers Retry.
+//   - Len, Cap and IsEmpty may be called by anyone; from a thief they are estimates.
+//
+// The deque holds pointers, not values: a thief reads a slot before it knows whether its
+// claim on it will succeed, and after the ring wraps around the owner may be
+// overwriting that same slot. Pointer slots are one machine word that sync/atomic loads
+// and stores whole, so that race is benign and invisible to the race detector. Jobs and
+// tasks are pointers in every user of this package anyway. Pushing nil panics, because
+// nil is how Pop and Steal say "nothing".
+//
+// The zero value is not usable; make deques with NewDeque.
+type Deque[T any] struct {
+	// top is where thieves take from; only ever incremented, by CAS.
+	top atomic.Int64
+	_   [CacheLineSize - 8]byte
+	// bottom is where the owner pushes and pops; written only by the owner.
+	bottom atomic.Int64
+	_      [CacheLineSize - 8]byte
+	buf    atomic.Pointer[ring[T]]
+	// Owner-only copies, read without atomics on the push/pop path: the owner is the
+	// only writer of buf, so its own copy is always current; topSeen is a lower bound of
+	// top (top only grows), so Push reloads top only when the ring looks full.
+	ownRing *ring[T]
+	topSeen int64
+	// onFull, when set, takes the item Push cannot fit (owner only).
+	onFull func(*T)
+}
+
+// NewDeque returns an empty deque with a ring of the given capacity, which must be a
+// power of two (0 selects DefaultDequeCapacity). It panics if capacity is negative or
+// not a power of two: capacities are fixed by code, so a bad one is a programming error.
+func NewDeque[T any](capacity int) *Deque[T] {
+	if capacity == 0 {
+		capacity = DefaultDequeCapacity
+	}
+	if capacity < 0 || capacity&(capacity-1) != 0 {
+		panic(fmt.Sprintf("lockfree: NewDeque: capacity %d is not a power of two", capacity))
+	}
+	d := &Deque[T]{}
+	d.ownRing = newRing[T](int64(capacity))
+	d.buf.Store(d.ownRing)
+	return d
+}
+
+// SetOverflow installs a hook that Push calls with the item when the ring is full,
+// instead of returning false; Push then reports true because the hook took ownership of
+// the item. A scheduler uses it to move the item to a global queue. Owner only; install
+// it before the deque is shared.
+func (d *Deque[T]) SetOverflow(hook func(*T)) { d.onFull = hook }
+
+// Push adds item at the bottom. Owner only. It reports false, leaving the deque
+// unchanged, when the ring is full and no overflow hook is installed. It never blocks.
+func (d *Deque[T]) Push(item *T) bool {
+	if item == nil {
+		panic("lockfree: Deque.Push: nil item")
+	}
+	b := d.bottom.Load()
+	r := d.ownRing
+	if b-d.topSeen > r.mask {
+		d.topSeen = d.top.Load()
+	}
+	if b-d.topSeen > r.mask {
+		if d.onFull != nil {
+			d.onFull(item)
+			return true
+		}
+		return false
+	}
+	// The slot is written before bottom is published: a thief that sees the new bottom
+	// (atomic load) also sees the item (the store to bottom releases the slot store).
+	r.store(b, item)
+	d.bottom.Store(b + 1)
+	return true
+}
+
+// PushGrow adds item at the bottom, doubling the ring first when it is full. Owner
+// only. Thieves still holding the old ring read valid, unchanged slots from it: the old
+// ring is never written again, and the garbage collector keeps it alive for them.
+func (d *Deque[T]) PushGrow(item *T) {
+	if item == nil {
+		panic("lockfree: Deque.PushGrow: nil item")
+	}
+	b := d.bottom.Load()
+	r := d.ownRing
+	if b-d.topSeen > r.mask {
+		d.topSeen = d.top.Load()
+	}
+	if t := d.topSeen; b-t > r.mask {
+		bigger := newRing[T]((r.mask + 1) * 2)
+		for i := t; i < b; i++ {
+			bigger.store(i, r.load(i))
+		}
+		// Publish the new ring before the new bottom: a thief that reads bottom = b+1
+		// must find item in whichever ring it loads afterwards. It loads buf after
+		// bottom, so it gets the bigger ring, which holds [t, b] after the next store.
+		d.buf.Store(bigger)
+		d.ownRing = bigger
+		r = bigger
+	}
+	r.store(b, item)
+	d.bottom.Store(b + 1)
+}
+
+// Pop removes and returns the most recently pushed item, or nil when the deque is
+// empty. Owner only; wait-free (at most one CAS, for the last item).
+func (d *Deque[T]) Pop() *T {
+	b := d.bottom.Load() - 1
+	r := d.ownRing
+	// Claim slot b before looking at top. The seq-cst store is the full fence of
+	// Chase-Lev: without it a thief could read the old bottom while we read the old top,
+	// and both would take the last item.
+	d.bottom.Store(b)
+	t := d.top.Load()
+	d.topSeen = t
+	if t > b {
+		// Empty: undo the claim.
+		d.bottom.Store(b + 1)
+		return nil
+	}
+	item := r.load(b)
+	if t < b {
+		// More than one item: thieves can reach at most slot t < b, so b is ours.
+		return item
+	}
+	// Exactly one item: race the thieves for it through top, like a thief would.
+	if !d.top.CompareAndSwap(t, t+1) {
+		item = nil // a thief took it
+	}
+	d.bottom.Store(b + 1)
+	return item
+}
+
+// Steal tries to take the oldest item from the top. Any goroutine. It answers
+// (item, Success), (nil, Empty), or (nil, Retry) when it lost a race and the deque may
+// still hold items. It never blocks.
+func (d *Deque[T]) Steal() (*T, StealResult) {
+	// Read top before bottom: the pair (t, b) then describes a state that existed at the
+	// moment bottom was read, because top only grows.
+	t := d.top.Load()
+	b := d.bottom.Load()
+	if t >= b {
+		return nil, Empty
+	}
+	// Load the ring after bottom: if bottom covers an item pushed after a growth, the
+	// ring we load is the grown one (see PushGrow).
+	r := d.buf.Load()
+	item := r.load(t)
+	// The CAS decides ownership. If the owner popped down to t, or another thief took t,
+	// top has moved (or the owner's CAS on the last item won) and ours fails, so a stale
+	// item read above is discarded, never returned.
+	if !d.top.CompareAndSwap(t, t+1) {
+		return nil, Retry
+	}
+	return item, Success
+}
+
+// StealLoop steals until it gets an item or finds the deque empty, backing off
+// exponentially (busy spins, then yields to the Go scheduler) between retries. Any
+// goroutine. It reports false only when the deque was seen empty.
+func (d *Deque[T]) StealLoop() (*T, bool) {
+	var sw SpinWait
+	for {
+		item, res := d.Steal()
+		switch res {
+		case Success:
+			return item, true
+		case Empty:
+			return nil, false
+		}
+		sw.Snooze()
+	}
+}
+
+// StealHalf moves about half of d's items (rounded up, at most what dst can hold without
+// growing) from d's top into dst, and returns how many it moved. The caller must be the
+// owner of dst, and dst must not be d. Any goroutine may be the thief of d.
+//
+// Each item is claimed with its own CAS on top, as Steal does. A Chase-Lev owner pops
+// without a CAS whenever it sees more than one item, so a thief cannot claim a whole
+// range with one CAS: the owner could be taking the range's last item at that moment.
+// Claiming one at a time keeps exactly-once delivery; the batch still saves the thief
+// from coming back for every item.
+func (d *Deque[T]) StealHalf(dst *Deque[T]) int {
+	if dst == d {
+		panic("lockfree: Deque.StealHalf: dst must differ from the deque stolen from")
+	}
+	t := d.top.Load()
+	b := d.bottom.Load()
+	want := (b - t + 1) / 2
+	if room := dst.buf.Load().mask + 1 - int64(dst.Len()); want > room {
+		want = room
+	}
+	moved := 0
+	for int64(moved) < want {
+		item, res := d.Steal()
+		if res == Empty {
+			break
+		}
+		if res == Retry {
+			continue
+		}
+		dst.Push(item)
+		moved++
+	}
+	return moved
+}
+
+// Len returns the number of items. Exact for the owner between its own operations; an
+// estimate for anyone else (it may be stale by the time it is used). Never negative.
+func (d *Deque[T]) Len() int {
+	b := d.bottom.Load()
+	t := d.top.Load()
+	if b <= t {
+		return 0
+	}
+	return int(b - t)
+}
+
+// IsEmpty reports whether Len is zero.
+func (d *Deque[T]) IsEmpty() bool { return d.Len() == 0 }
+
+// Cap returns the current ring capacity.
+func (d *Deque[T]) Cap() int { return int(d.buf.Load().mask + 1) }

@@ -1,0 +1,3 @@
+module github.com/blitzgo/blitz/shared/lockfree
+
+go 1.25

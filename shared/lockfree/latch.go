@@ -1,0 +1,181 @@
+package lockfree
+
+import "sync/atomic"
+
+// The four states shared by OnceLatch and CoreLatch (seed 001 and 004).
+const (
+	latchUnset    uint32 = 0 // nobody waits, not set
+	latchSleepy   uint32 = 1 // a waiter announced it is about to park; it checks once more
+	latchSleeping uint32 = 2 // a waiter is parked (or committed to parking)
+	latchSet      uint32 = 3 // set: waiters return, nobody may park any more
+)
+
+// OnceLatch is a one-shot completion flag with blocking wait: a forked job sets it when
+// its result is written, the joiner probes it or waits on it.
+//
+// It has four states, UNSET, SLEEPY, SLEEPING and SET. A waiter moves UNSET to SLEEPY
+// (announcing that it is about to park), then SLEEPY to SLEEPING, then parks. SetDone
+// swaps in SET and wakes the waiter only if the previous state was SLEEPING. The race it
+// prevents is the missed wake: a setter that checks "is anyone asleep?" just before the
+// waiter falls asleep. Here the setter's swap and the waiter's CAS to SLEEPING are
+// totally ordered on one word: either the CAS sees SET and the waiter does not park, or
+// the swap sees SLEEPING and the setter wakes it. (Model: spin/oncelatch.pml.)
+//
+// Parking is Go-native: the first waiter to park publishes a channel (before its CAS to
+// SLEEPING, so a setter that sees SLEEPING always finds it), and SetDone closes it, which
+// releases every parked waiter and cannot be lost even if it happens before they block.
+// The channel is made only when somebody really parks, so probing and setting never
+// allocate.
+//
+// Who calls what: SetDone once, from any goroutine; Probe and Wait from any goroutine,
+// any number of times; Reset only when no goroutine uses the latch. The zero value is an
+// unset latch.
+type OnceLatch struct {
+	state atomic.Uint32
+	park  atomic.Pointer[chan struct{}]
+}
+
+// Probe reports whether the latch is set. It never blocks. A true result happens after
+// everything the setter wrote before SetDone (the atomic load synchronises with the swap).
+func (l *OnceLatch) Probe() bool { return l.state.Load() == latchSet }
+
+// SetDone sets the latch and wakes every parked waiter. Calling it again is harmless.
+func (l *OnceLatch) SetDone() {
+	if l.state.Swap(latchSet) == latchSleeping {
+		close(*l.park.Load())
+	}
+}
+
+// Wait blocks until the latch is set. It returns at once when it already is.
+func (l *OnceLatch) Wait() {
+	for {
+		switch l.state.Load() {
+		case latchSet:
+			return
+		case latchUnset:
+			l.state.CompareAndSwap(latchUnset, latchSleepy)
+		case latchSleepy:
+			// Publish the channel before announcing SLEEPING (see the type comment).
+			if l.park.Load() == nil {
+				ch := make(chan struct{})
+				l.park.CompareAndSwap(nil, &ch)
+			}
+			l.state.CompareAndSwap(latchSleepy, latchSleeping)
+		case latchSleeping:
+			<-*l.park.Load()
+			return
+		}
+	}
+}
+
+// Reset returns the latch to UNSET so it can be reused. Only call it when no goroutine is
+// waiting on, probing or setting the latch (for example when a job frame is recycled
+// after its join completed).
+func (l *OnceLatch) Reset() {
+	l.state.Store(latchUnset)
+	l.park.Store(nil)
+}
+
+// CoreLatch is the per-worker sleep handshake of the fork-join pool (seeds 002 and 004).
+// It carries the same four states as OnceLatch, but the worker parks on its own mutex
+// and condition variable, so CoreLatch only arbitrates who may sleep and who must wake.
+//
+// The worker (the latch's owner) calls GetSleepy, FallAsleep and WakeUp; anyone calls
+// Set (to tell the worker it must not sleep, or must wake) and Probe.
+//
+//	UNSET --GetSleepy--> SLEEPY --FallAsleep--> SLEEPING --WakeUp--> UNSET
+//	  any state --Set--> SET
+//
+// The zero value is UNSET.
+type CoreLatch struct {
+	state atomic.Uint32
+}
+
+// GetSleepy moves UNSET to SLEEPY and reports whether it did. Owner only. It fails when
+// the latch was set: the worker must go and look for work instead of sleeping.
+func (l *CoreLatch) GetSleepy() bool { return l.state.CompareAndSwap(latchUnset, latchSleepy) }
+
+// FallAsleep moves SLEEPY to SLEEPING and reports whether it did. Owner only. It fails
+// when Set happened since GetSleepy; the worker must then not block.
+func (l *CoreLatch) FallAsleep() bool {
+	return l.state.CompareAndSwap(latchSleepy, latchSleeping)
+}
+
+// WakeUp moves SLEEPING (or SLEEPY) back to UNSET after the owner woke, spuriously or
+// not, and leaves SET alone so a pending Set is not lost. Owner only.
+func (l *CoreLatch) WakeUp() {
+	if !l.state.CompareAndSwap(latchSleeping, latchUnset) {
+		l.state.CompareAndSwap(latchSleepy, latchUnset)
+	}
+}
+
+// Set moves the latch to SET from any state and reports whether the owner was SLEEPING,
+// in which case the caller must wake it (signal its condition variable). Any goroutine.
+func (l *CoreLatch) Set() bool { return l.state.Swap(latchSet) == latchSleeping }
+
+// Probe reports whether the latch is SET. Any goroutine.
+func (l *CoreLatch) Probe() bool { return l.state.Load() == latchSet }
+
+// Reset returns the latch to UNSET. Owner only, once it has acted on a Set.
+func (l *CoreLatch) Reset() { l.state.Store(latchUnset) }
+
+// CountLatch counts outstanding work and releases its waiters when the count drops to
+// zero, like sync.WaitGroup, but lock-free on the counting path and with a non-blocking
+// Probe. It is one-shot: the first time the count returns to zero the latch is set for
+// good, and Increment after that panics.
+//
+// Increment and Decrement may be called from any goroutine; the zero value has count 0.
+// Misuse panics with a message naming the rule: Decrement below zero, Increment after
+// the latch was released.
+type CountLatch struct {
+	count atomic.Int64
+	done  OnceLatch
+}
+
+// NewCountLatch returns a latch with the given initial count, which must not be
+// negative.
+func NewCountLatch(count int) *CountLatch {
+	if count < 0 {
+		panic("lockfree: NewCountLatch: negative count")
+	}
+	l := &CountLatch{}
+	l.count.Store(int64(count))
+	return l
+}
+
+// Increment adds one to the count.
+func (l *CountLatch) Increment() { l.Add(1) }
+
+// Add adds n (which must be positive) to the count.
+func (l *CountLatch) Add(n int) {
+	if n <= 0 {
+		panic("lockfree: CountLatch.Add: n must be positive")
+	}
+	if l.count.Add(int64(n)) == int64(n) && l.done.Probe() {
+		panic("lockfree: CountLatch: Increment after the count reached zero and the latch was released")
+	}
+}
+
+// Decrement subtracts one from the count, releasing the waiters when it reaches zero.
+func (l *CountLatch) Decrement() {
+	switch c := l.count.Add(-1); {
+	case c == 0:
+		l.done.SetDone()
+	case c < 0:
+		panic("lockfree: CountLatch.Decrement: count went below zero")
+	}
+}
+
+// Count returns the current count.
+func (l *CountLatch) Count() int64 { return l.count.Load() }
+
+// Probe reports whether the count is zero. It never blocks.
+func (l *CountLatch) Probe() bool { return l.count.Load() == 0 }
+
+// Wait blocks until the count is zero.
+func (l *CountLatch) Wait() {
+	if l.count.Load() == 0 {
+		return
+	}
+	l.done.Wait()
+}
