@@ -1,6 +1,238 @@
 // Command blitzbench runs the blitz-go benchmark suites and prints comparison tables.
+//
+// Each suite (registered by a benchmarks/suite_<name>.go file) is a list of cases; each
+// case measures our implementation and its baselines one after the other in this
+// process with testing.Benchmark, so they share the machine's state.
+//
+// Usage:
+//
+//	go run ./benchmarks/cmd/blitzbench [flags]
+//
+// Progress lines go to stderr; the comparison tables go to stdout. The flags are:
+//
+//	-list              list the suites and their cases, then exit
+//	-suite a,b         run only these suites (default: all)
+//	-run REGEXP        run only the cases whose name matches
+//	-quick             smaller inputs and a 200ms benchtime: the whole run in about a minute
+//	-benchtime D       time per measurement (default 1s, or 200ms with -quick)
+//	-json FILE         also write the results as JSON to FILE ("-" for stdout, which then
+//	                   replaces the tables)
+//	-out DIR           write DIR/report.md, DIR/results.json and one DIR/<suite>.svg chart
+//	                   per suite
 package main
 
-import "fmt"
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
 
-func main() { fmt.Println("blitzbench: no suites yet") }
+	"github.com/blitzgo/blitz/benchmarks"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("blitzbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		list      = fs.Bool("list", false, "list the suites and their cases, then exit")
+		suiteArg  = fs.String("suite", "", "comma-separated suite `names` to run (default: all)")
+		runArg    = fs.String("run", "", "run only the cases whose name matches `regexp`")
+		quick     = fs.Bool("quick", false, "smaller inputs and benchtime 200ms: the whole run in about a minute")
+		benchtime = fs.Duration("benchtime", 0, "time per measurement `d` (default 1s, or 200ms with -quick)")
+		jsonPath  = fs.String("json", "", "also write results as JSON to `file` (\"-\": stdout, instead of the tables)")
+		outDir    = fs.String("out", "", "write report.md, results.json and <suite>.svg charts into `dir`")
+	)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: blitzbench [flags]\n\n"+
+			"Runs the registered benchmark suites; each case measures ours and its baselines in\n"+
+			"this process and prints per case our figure, each baseline's, allocs/op and the ratio.\n"+
+			"Progress goes to stderr, tables to stdout.\n\nSuites:")
+		for _, s := range benchmarks.Suites() {
+			fmt.Fprintf(stderr, " %s", s.Name)
+		}
+		fmt.Fprintf(stderr, "\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "blitzbench: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	cfg := benchmarks.Config{Quick: *quick}
+
+	suites, err := selectSuites(*suiteArg)
+	if err != nil {
+		fmt.Fprintln(stderr, "blitzbench:", err)
+		return 2
+	}
+	var filter *regexp.Regexp
+	if *runArg != "" {
+		if filter, err = regexp.Compile(*runArg); err != nil {
+			fmt.Fprintf(stderr, "blitzbench: -run: %v\n", err)
+			return 2
+		}
+	}
+	if *list {
+		for _, s := range suites {
+			fmt.Fprintf(stdout, "%s: %s\n", s.Name, s.Title)
+			for _, c := range s.Cases(cfg) {
+				if filter != nil && !filter.MatchString(c.Name) {
+					continue
+				}
+				names := []string{c.Ours.Name + " (ours)"}
+				for _, b := range c.Baselines {
+					names = append(names, b.Name)
+				}
+				fmt.Fprintf(stdout, "  %-32s %s\n", c.Name, strings.Join(names, ", "))
+			}
+		}
+		return 0
+	}
+
+	bt := *benchtime
+	if bt == 0 {
+		bt = time.Second
+		if *quick {
+			bt = 200 * time.Millisecond
+		}
+	}
+	if bt < 0 {
+		fmt.Fprintln(stderr, "blitzbench: -benchtime must be positive")
+		return 2
+	}
+	// testing.Benchmark reads its duration from the testing package's flag, which only
+	// exists after testing.Init; setting it on the default flag set keeps those test
+	// flags out of our own -help.
+	testing.Init()
+	if err := flag.Set("test.benchtime", bt.String()); err != nil {
+		fmt.Fprintln(stderr, "blitzbench: setting benchtime:", err)
+		return 2
+	}
+
+	report := benchmarks.NewReport(bt, *quick)
+	fmt.Fprintf(stderr, "blitzbench: %s %s/%s, %d CPUs, GOMAXPROCS %d, %s; benchtime %s\n",
+		report.GoVersion, report.GOOS, report.GOARCH, report.NumCPU, report.GOMAXPROCS, report.CPU, bt)
+	tablesTo := stdout
+	if *jsonPath == "-" {
+		tablesTo = io.Discard
+	}
+	for _, s := range suites {
+		fmt.Fprintf(stderr, "blitzbench: suite %s: %s\n", s.Name, s.Title)
+		res := benchmarks.RunSuite(s, benchmarks.RunOptions{Config: cfg, Filter: filter, Progress: stderr})
+		report.Suites = append(report.Suites, res)
+		if err := benchmarks.WriteTable(tablesTo, res); err != nil {
+			fmt.Fprintln(stderr, "blitzbench:", err)
+			return 1
+		}
+	}
+
+	if *jsonPath != "" {
+		if err := writeJSON(*jsonPath, stdout, report); err != nil {
+			fmt.Fprintln(stderr, "blitzbench:", err)
+			return 1
+		}
+	}
+	if *outDir != "" {
+		if err := writeOut(*outDir, report); err != nil {
+			fmt.Fprintln(stderr, "blitzbench:", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "blitzbench: report written to %s\n", filepath.Join(*outDir, "report.md"))
+	}
+	for _, s := range report.Suites {
+		for _, c := range s.Cases {
+			for _, ir := range c.Impls {
+				if ir.Error != "" {
+					fmt.Fprintf(stderr, "blitzbench: %s/%s/%s: %s\n", s.Name, c.Name, ir.Name, ir.Error)
+					return 1
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// selectSuites resolves the -suite list; an unknown name is an error that lists the
+// known ones.
+func selectSuites(arg string) ([]benchmarks.Suite, error) {
+	all := benchmarks.Suites()
+	if arg == "" {
+		return all, nil
+	}
+	byName := map[string]benchmarks.Suite{}
+	var names []string
+	for _, s := range all {
+		byName[s.Name] = s
+		names = append(names, s.Name)
+	}
+	var out []benchmarks.Suite
+	seen := map[string]bool{}
+	for _, n := range strings.Split(arg, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" || seen[n] {
+			continue
+		}
+		s, ok := byName[n]
+		if !ok {
+			return nil, fmt.Errorf("unknown suite %q (known: %s)", n, strings.Join(names, ", "))
+		}
+		seen[n] = true
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func writeJSON(path string, stdout io.Writer, r *benchmarks.Report) error {
+	if path == "-" {
+		return benchmarks.WriteJSON(stdout, r)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := benchmarks.WriteJSON(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writeOut(dir string, r *benchmarks.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	write := func(name string, fn func(io.Writer) error) error {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	if err := write("results.json", func(w io.Writer) error { return benchmarks.WriteJSON(w, r) }); err != nil {
+		return err
+	}
+	for _, s := range r.Suites {
+		if err := write(s.Name+".svg", func(w io.Writer) error { return benchmarks.WriteSVG(w, s) }); err != nil {
+			return err
+		}
+	}
+	return write("report.md", func(w io.Writer) error { return benchmarks.WriteMarkdown(w, r, true) })
+}

@@ -1,0 +1,323 @@
+package benchmarks
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+)
+
+// ImplResult is the measurement of one Impl of a case.
+type ImplResult struct {
+	Name string `json:"name"`
+	// Ours is true for the case's own implementation, false for a baseline.
+	Ours bool `json:"ours"`
+	// N is the number of iterations testing.Benchmark settled on.
+	N int `json:"n"`
+	// NsPerOp is the wall time per iteration, not rounded.
+	NsPerOp float64 `json:"ns_per_op"`
+	// Value is the figure the table shows: NsPerOp, or the case's custom Metric.
+	Value       float64 `json:"value"`
+	Unit        string  `json:"unit"`
+	AllocsPerOp int64   `json:"allocs_per_op"`
+	BytesPerOp  int64   `json:"bytes_per_op"`
+	// Extra holds every metric the body reported with b.ReportMetric.
+	Extra map[string]float64 `json:"extra,omitempty"`
+	// Ratio compares a baseline with ours: how many times better ours is (above 1 means
+	// ours is faster, or higher for HigherIsBetter metrics). Zero for ours or when either
+	// figure is missing.
+	Ratio float64 `json:"ratio,omitempty"`
+	// Error is set when the body failed, skipped, or did not report the case's metric.
+	Error string `json:"error,omitempty"`
+}
+
+// CaseResult is one measured row group of a comparison table.
+type CaseResult struct {
+	Name           string       `json:"name"`
+	Unit           string       `json:"unit"`
+	HigherIsBetter bool         `json:"higher_is_better"`
+	Note           string       `json:"note,omitempty"`
+	Impls          []ImplResult `json:"impls"` // ours first, then the baselines in order
+}
+
+// SuiteResult is every case of one suite.
+type SuiteResult struct {
+	Name  string       `json:"name"`
+	Title string       `json:"title"`
+	Cases []CaseResult `json:"cases"`
+}
+
+// Report is what the blitzbench command writes with -json.
+type Report struct {
+	Time       time.Time     `json:"time"`
+	GoVersion  string        `json:"go_version"`
+	GOOS       string        `json:"goos"`
+	GOARCH     string        `json:"goarch"`
+	NumCPU     int           `json:"num_cpu"`
+	GOMAXPROCS int           `json:"gomaxprocs"`
+	CPU        string        `json:"cpu,omitempty"`
+	Benchtime  string        `json:"benchtime"`
+	Quick      bool          `json:"quick"`
+	Suites     []SuiteResult `json:"suites"`
+}
+
+// NewReport returns a report header describing this process and machine.
+func NewReport(benchtime time.Duration, quick bool) *Report {
+	return &Report{
+		Time:       time.Now().UTC(),
+		GoVersion:  runtime.Version(),
+		GOOS:       runtime.GOOS,
+		GOARCH:     runtime.GOARCH,
+		NumCPU:     runtime.NumCPU(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		CPU:        cpuModel(),
+		Benchtime:  benchtime.String(),
+		Quick:      quick,
+	}
+}
+
+// cpuModel returns the CPU model name from /proc/cpuinfo, or "" where there is none.
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(data)) {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// RunOptions controls RunSuite.
+type RunOptions struct {
+	Config Config
+	// Filter, when set, keeps only the cases whose name it matches.
+	Filter *regexp.Regexp
+	// Progress, when set, receives one line per measured implementation.
+	Progress io.Writer
+	// Bench measures one body; nil means testing.Benchmark. Tests substitute it.
+	Bench func(func(*testing.B)) testing.BenchmarkResult
+}
+
+// RunSuite measures every case of s, ours first and then each baseline, one after the
+// other in this process, and returns the results in registration order.
+func RunSuite(s Suite, opt RunOptions) SuiteResult {
+	bench := opt.Bench
+	if bench == nil {
+		bench = testing.Benchmark
+	}
+	out := SuiteResult{Name: s.Name, Title: s.Title}
+	cases := s.Cases(opt.Config)
+	var selected []Case
+	for _, c := range cases {
+		if opt.Filter == nil || opt.Filter.MatchString(c.Name) {
+			selected = append(selected, c)
+		}
+	}
+	for i, c := range selected {
+		cr := CaseResult{Name: c.Name, Unit: c.Metric, HigherIsBetter: c.HigherIsBetter, Note: c.Note}
+		if cr.Unit == "" {
+			cr.Unit = "ns/op"
+		}
+		impls := append([]Impl{c.Ours}, c.Baselines...)
+		for j, impl := range impls {
+			ir := measure(bench, impl, cr.Unit)
+			ir.Ours = j == 0
+			if opt.Progress != nil {
+				fig := ir.Error
+				if fig == "" {
+					fig = fmt.Sprintf("%s %s, %d allocs/op (N=%d)", formatValue(ir.Value), cr.Unit, ir.AllocsPerOp, ir.N)
+				}
+				fmt.Fprintf(opt.Progress, "[%s %d/%d] %s / %s: %s\n", s.Name, i+1, len(selected), c.Name, ir.Name, fig)
+			}
+			cr.Impls = append(cr.Impls, ir)
+		}
+		ours := cr.Impls[0]
+		for j := 1; j < len(cr.Impls); j++ {
+			cr.Impls[j].Ratio = ratio(ours, cr.Impls[j], c.HigherIsBetter)
+		}
+		out.Cases = append(out.Cases, cr)
+	}
+	return out
+}
+
+func measure(bench func(func(*testing.B)) testing.BenchmarkResult, impl Impl, unit string) ImplResult {
+	ir := ImplResult{Name: impl.Name, Unit: unit}
+	if impl.Bench == nil {
+		ir.Error = "no benchmark body"
+		return ir
+	}
+	r := bench(impl.Bench)
+	if r.N == 0 {
+		// testing.Benchmark returns a zero result when the body failed or skipped.
+		ir.Error = "failed or skipped"
+		return ir
+	}
+	ir.N = r.N
+	ir.NsPerOp = float64(r.T.Nanoseconds()) / float64(r.N)
+	if v, ok := r.Extra["ns/op"]; ok {
+		ir.NsPerOp = v
+	}
+	ir.AllocsPerOp = r.AllocsPerOp()
+	ir.BytesPerOp = r.AllocedBytesPerOp()
+	if len(r.Extra) > 0 {
+		ir.Extra = r.Extra
+	}
+	if unit == "ns/op" {
+		ir.Value = ir.NsPerOp
+	} else if v, ok := r.Extra[unit]; ok {
+		ir.Value = v
+	} else {
+		ir.Error = fmt.Sprintf("did not report metric %q", unit)
+	}
+	return ir
+}
+
+// ratio says how many times better ours is than base: base/ours for lower-is-better
+// figures, ours/base for higher-is-better ones. Zero when it is undefined.
+func ratio(ours, base ImplResult, higherIsBetter bool) float64 {
+	if ours.Error != "" || base.Error != "" || ours.Value <= 0 || base.Value <= 0 {
+		return 0
+	}
+	if higherIsBetter {
+		return ours.Value / base.Value
+	}
+	return base.Value / ours.Value
+}
+
+// FormatRatio renders a Ratio for people: "3.20x faster" when ours is better, "0.76x
+// (slower)" when it is worse, "-" when undefined. For HigherIsBetter metrics "faster"
+// reads as "better".
+func FormatRatio(r float64, higherIsBetter bool) string {
+	if r <= 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		return "-"
+	}
+	better, worse := "faster", "(slower)"
+	if higherIsBetter {
+		better, worse = "better", "(worse)"
+	}
+	if r >= 1 {
+		return fmt.Sprintf("%.2fx %s", r, better)
+	}
+	return fmt.Sprintf("%.2fx %s", r, worse)
+}
+
+// formatValue prints a figure with about three significant digits.
+func formatValue(v float64) string {
+	switch a := math.Abs(v); {
+	case a == 0:
+		return "0"
+	case a >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3g", v)
+	}
+}
+
+// tableRows flattens a suite into the rows both table formats print.
+func tableRows(s SuiteResult) [][]string {
+	var rows [][]string
+	for _, c := range s.Cases {
+		for j, ir := range c.Impls {
+			name, role, ratioText := "", "baseline", FormatRatio(ir.Ratio, c.HigherIsBetter)
+			if j == 0 {
+				name, role, ratioText = c.Name, "ours", ""
+			}
+			fig, allocs := ir.Error, "-"
+			if ir.Error == "" {
+				fig = formatValue(ir.Value) + " " + ir.Unit
+				allocs = fmt.Sprint(ir.AllocsPerOp)
+			}
+			rows = append(rows, []string{name, ir.Name + " (" + role + ")", fig, allocs, ratioText})
+		}
+	}
+	return rows
+}
+
+var tableHeader = []string{"case", "implementation", "figure", "allocs/op", "ours vs this"}
+
+// WriteTable prints a suite's comparison table for a terminal: per case, our figure and
+// each baseline's, with allocs/op and how many times faster (or slower) ours is.
+func WriteTable(w io.Writer, s SuiteResult) error {
+	if _, err := fmt.Fprintf(w, "\n== %s: %s\n", s.Name, s.Title); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(tableHeader, "\t"))
+	for _, row := range tableRows(s) {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range s.Cases {
+		if c.Note != "" {
+			if _, err := fmt.Fprintf(w, "  %s: %s\n", c.Name, c.Note); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// WriteMarkdown writes the whole report as Markdown: a header describing the machine,
+// then one table per suite, with a link to each suite's chart when charts is true.
+func WriteMarkdown(w io.Writer, r *Report, charts bool) error {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "# blitzbench report\n\n")
+	fmt.Fprintf(&sb, "%s, %s %s/%s, %d CPUs (GOMAXPROCS %d)", r.Time.Format(time.RFC3339), r.GoVersion, r.GOOS, r.GOARCH, r.NumCPU, r.GOMAXPROCS)
+	if r.CPU != "" {
+		fmt.Fprintf(&sb, ", %s", r.CPU)
+	}
+	fmt.Fprintf(&sb, ", benchtime %s", r.Benchtime)
+	if r.Quick {
+		sb.WriteString(", quick mode")
+	}
+	sb.WriteString(".\n\nRatios compare ours with each baseline measured in the same process: \"3.00x faster\" means the baseline's figure is three times ours.\n")
+	for _, s := range r.Suites {
+		fmt.Fprintf(&sb, "\n## %s: %s\n\n", s.Name, mdEscape(s.Title))
+		fmt.Fprintf(&sb, "| %s |\n|%s\n", strings.Join(tableHeader, " | "), strings.Repeat("---|", len(tableHeader)))
+		for _, row := range tableRows(s) {
+			for i := range row {
+				row[i] = mdEscape(row[i])
+			}
+			fmt.Fprintf(&sb, "| %s |\n", strings.Join(row, " | "))
+		}
+		var notes []string
+		for _, c := range s.Cases {
+			if c.Note != "" {
+				notes = append(notes, fmt.Sprintf("- %s: %s\n", mdEscape(c.Name), mdEscape(c.Note)))
+			}
+		}
+		if len(notes) > 0 {
+			sb.WriteString("\n" + strings.Join(notes, ""))
+		}
+		if charts {
+			fmt.Fprintf(&sb, "\n![%s chart](%s.svg)\n", s.Name, s.Name)
+		}
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// WriteJSON writes the report as indented JSON.
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
