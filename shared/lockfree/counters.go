@@ -70,31 +70,56 @@ func (c *AtomicCounters) IncrementJECIfSleepy() uint64 {
 	}
 }
 
+// IncrementJECIfActive moves the JEC from odd (active) to even (sleepy) and returns the
+// packed value from before the call. If the JEC is already even it changes nothing.
+//
+// This is the other half of Rayon's protocol, which the reference design folds into
+// IncrementJECIfSleepy: a worker announcing sleepiness flips an odd JEC to even, so the
+// next poster's IncrementJECIfSleepy changes it again and the worker's saved value no
+// longer matches. Adding oneJEC to 0xFFFFFFFF wraps the JEC to 0 (even) without carrying
+// into anything: the JEC is the top field of the word.
+func (c *AtomicCounters) IncrementJECIfActive() uint64 {
+	for {
+		old := c.value.Load()
+		if ExtractJEC(old)&1 == 0 {
+			return old
+		}
+		if c.value.CompareAndSwap(old, old+oneJEC) {
+			return old
+		}
+	}
+}
+
 // TryAddSleeping adds one sleeping worker if the packed value still equals expected, and
 // reports whether it did. A worker uses it so that registering as asleep fails when any
 // field changed since it decided to sleep (above all the JEC, meaning new work).
-// It panics when the sleeping count would exceed MaxCountedWorkers.
+// It panics when the sleeping count of expected is already MaxCountedWorkers.
 func (c *AtomicCounters) TryAddSleeping(expected uint64) bool {
 	if ExtractSleeping(expected) == counterMask {
-		panic("lockfree: AtomicCounters.TryAddSleeping: sleeping count would overflow 16 bits")
+		panic("lockfree: AtomicCounters.TryAddSleeping: sleeping count would overflow 16 bits (MaxCountedWorkers)")
 	}
 	return c.value.CompareAndSwap(expected, expected+oneSleeping)
 }
 
 // SubSleeping removes one sleeping worker. The waker calls it, not the sleeper (seed
 // 002: otherwise a poster could count a worker that is already awake and skip a wake).
-// It panics if the sleeping count is zero.
+// It panics if the sleeping count is zero, after undoing its change, so the other
+// fields stay intact.
 func (c *AtomicCounters) SubSleeping() {
-	if old := c.value.Add(^(oneSleeping - 1)); ExtractSleeping(old+oneSleeping) == 0 {
+	// One XADD instead of a CAS loop keeps the common path cheap under contention; an
+	// underflow borrows from the inactive field, so it is added back before panicking.
+	if now := c.value.Add(^(oneSleeping - 1)); ExtractSleeping(now+oneSleeping) == 0 {
+		c.value.Add(oneSleeping)
 		panic("lockfree: AtomicCounters.SubSleeping: sleeping count is already zero")
 	}
 }
 
 // AddInactive adds one inactive worker (a worker that ran out of work). It panics when
-// the count would exceed MaxCountedWorkers.
+// the count is already MaxCountedWorkers, after undoing its change.
 func (c *AtomicCounters) AddInactive() {
 	if old := c.value.Add(oneInactive) - oneInactive; ExtractInactive(old) == counterMask {
-		panic("lockfree: AtomicCounters.AddInactive: inactive count would overflow 16 bits")
+		c.value.Add(^(oneInactive - 1))
+		panic("lockfree: AtomicCounters.AddInactive: inactive count would overflow 16 bits (MaxCountedWorkers)")
 	}
 }
 
@@ -102,10 +127,11 @@ func (c *AtomicCounters) AddInactive() {
 // many sleeping workers it should wake to help: min(sleeping, 2), as in Rayon. A worker
 // that found work after being idle suggests there is more; waking up to two others lets
 // a burst of work spread without waking everybody. It panics if the inactive count is
-// zero.
+// zero, after undoing its change.
 func (c *AtomicCounters) SubInactive() uint32 {
 	old := c.value.Add(^(oneInactive - 1)) + oneInactive
 	if ExtractInactive(old) == 0 {
+		c.value.Add(oneInactive)
 		panic("lockfree: AtomicCounters.SubInactive: inactive count is already zero")
 	}
 	return min(ExtractSleeping(old), 2)

@@ -55,8 +55,8 @@ func (r *ring[T]) store(i int64, v *T) { r.slots[i&r.mask].Store(v) }
 // memory orderings of Lê et al., PPoPP 2013).
 //
 // Roles:
-//   - The owner, a single goroutine at a time, calls Push, PushGrow and Pop at the
-//     bottom end. These are wait-free.
+//   - The owner, a single goroutine at a time, calls Push, PushGrow, Pop and
+//     SetOverflow at the bottom end. Push and Pop are wait-free.
 //   - Thieves, any number of goroutines, call Steal, StealLoop and StealHalf at the top
 //     end. These are lock-free: a steal that loses a race answers Retry.
 //   - Len, Cap and IsEmpty may be called by anyone; from a thief they are estimates.
@@ -66,35 +66,63 @@ func (r *ring[T]) store(i int64, v *T) { r.slots[i&r.mask].Store(v) }
 // overwriting that same slot. Pointer slots are one machine word that sync/atomic loads
 // and stores whole, so that race is benign and invisible to the race detector. Jobs and
 // tasks are pointers in every user of this package anyway. Pushing nil panics, because
-// nil is how Pop and Steal say "nothing".
+// nil is how Pop and Steal say "nothing". A slot keeps pointing at an item after it was
+// taken until a later Push overwrites it, so a deque keeps at most Cap() taken items
+// reachable for the garbage collector; clearing slots would cost the owner another
+// atomic store per Pop, and a thief may not write slots at all.
+//
+// Two departures from the textbook algorithm save atomic read-modify-writes, which cost
+// about as much as a cache miss on x86 (every Go atomic store is an XCHG):
+//
+//   - Pop takes the last item with a single CAS on top, as a thief would, without
+//     first moving bottom: when the owner sees top = bottom-1 there is at most one item,
+//     and the CAS decides between it and the thieves.
+//   - After Pop finds the deque empty or took the last item through top, it leaves the
+//     shared bottom one below the owner's own copy instead of storing it back. The
+//     thieves then see top = bottom+1, which they read as empty; the next Push writes
+//     the slot at the owner's copy and publishes bottom past it. Invariant: the shared
+//     bottom is either the owner's copy, or one less and then top equals the owner's
+//     copy (the deque is empty).
+//
+// Both are checked, with the owner and two thieves over a ring of two slots, by the
+// spin model spin/deque.pml.
 //
 // The zero value is not usable; make deques with NewDeque.
 type Deque[T any] struct {
-	// top is where thieves take from; only ever incremented, by CAS.
+	// top is where thieves take from; only ever incremented, by CAS (by thieves, and by
+	// the owner for the last item).
 	top atomic.Int64
 	_   [CacheLineSize - 8]byte
-	// bottom is where the owner pushes and pops; written only by the owner.
+
+	// bottom is the owner's end as thieves see it; written only by the owner.
 	bottom atomic.Int64
-	_      [CacheLineSize - 8]byte
-	buf    atomic.Pointer[ring[T]]
-	// Owner-only copies, read without atomics on the push/pop path: the owner is the
-	// only writer of buf, so its own copy is always current; topSeen is a lower bound of
-	// top (top only grows), so Push reloads top only when the ring looks full.
-	ownRing *ring[T]
-	topSeen int64
-	// onFull, when set, takes the item Push cannot fit (owner only).
-	onFull func(*T)
+	// Owner-only fields, on the owner's cache line, read and written without atomics.
+	// ownBottom is the index the next Push fills (bottom, or bottom+1 when the deque is
+	// empty, see the type comment). ownRing is the current ring: the owner is the only
+	// writer of buf, so its copy is always current. topSeen is a lower bound of top (top
+	// only grows), so Push reloads top only when the ring looks full.
+	ownBottom int64
+	topSeen   int64
+	ownRing   *ring[T]
+	onFull    func(*T)
+	_         [CacheLineSize - 8 - 8 - 8 - 8 - 8]byte
+
+	// buf is the ring thieves read; replaced only by PushGrow. Read-mostly, so it has a
+	// line of its own rather than sharing the owner's, which changes on every Push.
+	buf atomic.Pointer[ring[T]]
+	_   [CacheLineSize - 8]byte
 }
 
-// NewDeque returns an empty deque with a ring of the given capacity, which must be a
-// power of two (0 selects DefaultDequeCapacity). It panics if capacity is negative or
-// not a power of two: capacities are fixed by code, so a bad one is a programming error.
+// NewDeque returns an empty deque with a ring of the given capacity, which must be 0
+// (DefaultDequeCapacity) or a positive power of two. It panics otherwise: capacities are
+// fixed by code, so a bad one is a programming error.
 func NewDeque[T any](capacity int) *Deque[T] {
 	if capacity == 0 {
 		capacity = DefaultDequeCapacity
 	}
 	if capacity < 0 || capacity&(capacity-1) != 0 {
-		panic(fmt.Sprintf("lockfree: NewDeque: capacity %d is not a power of two", capacity))
+		panic(fmt.Sprintf("lockfree: NewDeque: capacity %d must be 0 (the default, %d) or a positive power of two",
+			capacity, DefaultDequeCapacity))
 	}
 	d := &Deque[T]{}
 	d.ownRing = newRing[T](int64(capacity))
@@ -105,42 +133,47 @@ func NewDeque[T any](capacity int) *Deque[T] {
 // SetOverflow installs a hook that Push calls with the item when the ring is full,
 // instead of returning false; Push then reports true because the hook took ownership of
 // the item. A scheduler uses it to move the item to a global queue. Owner only; install
-// it before the deque is shared.
+// it before the deque is shared. A nil hook removes it.
 func (d *Deque[T]) SetOverflow(hook func(*T)) { d.onFull = hook }
 
 // Push adds item at the bottom. Owner only. It reports false, leaving the deque
 // unchanged, when the ring is full and no overflow hook is installed. It never blocks.
+// It panics if item is nil.
 func (d *Deque[T]) Push(item *T) bool {
 	if item == nil {
-		panic("lockfree: Deque.Push: nil item")
+		panic("lockfree: Deque.Push: nil item (nil is how Pop and Steal report nothing)")
 	}
-	b := d.bottom.Load()
+	b := d.ownBottom
 	r := d.ownRing
 	if b-d.topSeen > r.mask {
 		d.topSeen = d.top.Load()
-	}
-	if b-d.topSeen > r.mask {
-		if d.onFull != nil {
-			d.onFull(item)
-			return true
+		if b-d.topSeen > r.mask {
+			if d.onFull != nil {
+				d.onFull(item)
+				return true
+			}
+			return false
 		}
-		return false
 	}
 	// The slot is written before bottom is published: a thief that sees the new bottom
-	// (atomic load) also sees the item (the store to bottom releases the slot store).
+	// (atomic load, synchronised with this atomic store) also sees the item. The slot
+	// index b is free: b - top <= mask, so no thief can still claim the item that used
+	// to live in it (a thief that read it with an older top fails its CAS on top).
 	r.store(b, item)
 	d.bottom.Store(b + 1)
+	d.ownBottom = b + 1
 	return true
 }
 
 // PushGrow adds item at the bottom, doubling the ring first when it is full. Owner
 // only. Thieves still holding the old ring read valid, unchanged slots from it: the old
 // ring is never written again, and the garbage collector keeps it alive for them.
+// It ignores the overflow hook. It panics if item is nil.
 func (d *Deque[T]) PushGrow(item *T) {
 	if item == nil {
-		panic("lockfree: Deque.PushGrow: nil item")
+		panic("lockfree: Deque.PushGrow: nil item (nil is how Pop and Steal report nothing)")
 	}
-	b := d.bottom.Load()
+	b := d.ownBottom
 	r := d.ownRing
 	if b-d.topSeen > r.mask {
 		d.topSeen = d.top.Load()
@@ -153,41 +186,71 @@ func (d *Deque[T]) PushGrow(item *T) {
 		// Publish the new ring before the new bottom: a thief that reads bottom = b+1
 		// must find item in whichever ring it loads afterwards. It loads buf after
 		// bottom, so it gets the bigger ring, which holds [t, b] after the next store.
+		// A thief that loaded the old ring reads slots in [t, b) there, unchanged.
 		d.buf.Store(bigger)
 		d.ownRing = bigger
 		r = bigger
 	}
 	r.store(b, item)
 	d.bottom.Store(b + 1)
+	d.ownBottom = b + 1
 }
 
 // Pop removes and returns the most recently pushed item, or nil when the deque is
-// empty. Owner only; wait-free (at most one CAS, for the last item).
+// empty. Owner only; wait-free (at most one CAS, for the last item). An empty Pop
+// performs no atomic write at all, which keeps an idle owner's polling cheap.
 func (d *Deque[T]) Pop() *T {
-	b := d.bottom.Load() - 1
-	r := d.ownRing
-	// Claim slot b before looking at top. The seq-cst store is the full fence of
-	// Chase-Lev: without it a thief could read the old bottom while we read the old top,
-	// and both would take the last item.
-	d.bottom.Store(b)
+	b := d.ownBottom
 	t := d.top.Load()
-	d.topSeen = t
-	if t > b {
-		// Empty: undo the claim.
-		d.bottom.Store(b + 1)
+	if t >= b {
+		// Empty (t == b: the deque never holds fewer than zero items). The shared bottom
+		// is b or b-1; either way thieves see no item.
+		d.topSeen = t
 		return nil
 	}
-	item := r.load(b)
-	if t < b {
-		// More than one item: thieves can reach at most slot t < b, so b is ours.
-		return item
+	r := d.ownRing
+	if t == b-1 {
+		// At most one item, at index t (top may have moved past it since the load).
+		// Compete for it through top exactly as a thief does: the CAS gives it to one
+		// goroutine only. Afterwards top = b = bottom, consistent without touching
+		// bottom. The slot is read before the CAS; if the CAS fails a thief took the
+		// item and the value read is dropped.
+		item := r.load(t)
+		d.topSeen = b
+		if d.top.CompareAndSwap(t, b) {
+			return item
+		}
+		return nil
 	}
-	// Exactly one item: race the thieves for it through top, like a thief would.
-	if !d.top.CompareAndSwap(t, t+1) {
-		item = nil // a thief took it
+	// Two or more items when top was read. Claim slot b-1 by lowering bottom before
+	// looking at top again. This seq-cst store is the full fence of Chase-Lev: without
+	// it a thief could read the old bottom while we read an old top, and both would take
+	// the same item.
+	b--
+	d.bottom.Store(b)
+	t = d.top.Load()
+	d.topSeen = t
+	switch {
+	case t < b:
+		// Thieves can reach at most slot t < b (they need top < bottom = b), so b is ours.
+		d.ownBottom = b
+		return r.load(b)
+	case t == b:
+		// Thieves took all but one meanwhile: race them for it through top. Whoever
+		// wins, top ends at b+1 and the deque is empty; bottom stays at b, one below
+		// ownBottom, which thieves read as empty (see the type comment).
+		item := r.load(b)
+		d.ownBottom = b + 1
+		d.topSeen = b + 1
+		if d.top.CompareAndSwap(t, t+1) {
+			return item
+		}
+		return nil
+	default:
+		// t == b+1: thieves emptied the deque. Leave bottom one below ownBottom.
+		d.ownBottom = b + 1
+		return nil
 	}
-	d.bottom.Store(b + 1)
-	return item
 }
 
 // Steal tries to take the oldest item from the top. Any goroutine. It answers
@@ -251,15 +314,21 @@ func (d *Deque[T]) StealHalf(dst *Deque[T]) int {
 		want = room
 	}
 	moved := 0
+	var sw SpinWait
 	for int64(moved) < want {
 		item, res := d.Steal()
 		if res == Empty {
 			break
 		}
 		if res == Retry {
+			sw.Spin()
 			continue
 		}
-		dst.Push(item)
+		// room makes Push succeed; should a hook-less dst still be full, grow it rather
+		// than drop an item that is no longer in d.
+		if !dst.Push(item) {
+			dst.PushGrow(item)
+		}
 		moved++
 	}
 	return moved
