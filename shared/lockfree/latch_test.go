@@ -1,7 +1,7 @@
 package lockfree
 
 import (
-		"runtime"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
