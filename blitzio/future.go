@@ -1,0 +1,285 @@
+package blitzio
+
+// Future is a computation that may not have finished yet: the unit of work the runtime
+// runs. It is the Go form of Rust's Future trait.
+//
+// Poll advances the computation as far as it can without blocking and reports
+// (value, true) when it has finished, or (zero, false) when it is waiting for
+// something. The contract every implementation keeps:
+//
+//   - Poll never blocks: no channel receive, mutex wait, sleep or blocking system call.
+//     Blocking work belongs in SpawnBlocking.
+//   - Returning pending means the future has arranged for cx.Waker() (or a waker taken
+//     from an earlier Context of the same task) to be called when polling again can make
+//     progress. A future that returns pending without arranging a wake-up is never polled
+//     again.
+//   - After Poll has returned ready, it is not called again (JoinHandle, Ready and the
+//     combinators in this package tolerate it, but user futures need not).
+//   - The *Context is valid only during the call; keep the Waker, not the Context.
+//
+// A future that holds a resource outside itself (a timer entry, a registration with an
+// I/O driver) also implements Dropper so that whoever abandons it can release it.
+type Future[T any] interface {
+	Poll(cx *Context) (T, bool)
+}
+
+// Dropper is implemented by futures that must release something when they are abandoned
+// before finishing (Go has no destructors). The runtime calls Drop on a task's future
+// when the task finishes or is cancelled; combinators call it on children they abandon
+// (the losers of a select, the rest of a failed TryJoin, the inner future of an expired
+// Timeout). Drop must be idempotent and must not block. A dropped future is never polled
+// again.
+type Dropper interface {
+	Drop()
+}
+
+// Drop calls f.Drop if f implements Dropper; it is a no-op otherwise. Combinators and
+// hand-written futures use it on children they abandon.
+func Drop(f any) {
+	if d, ok := f.(Dropper); ok {
+		d.Drop()
+	}
+}
+
+// Result is the outcome of a computation that can fail: a task behind a JoinHandle, a
+// Timeout, a TryJoin. Exactly one of Value and Err is meaningful.
+type Result[T any] struct {
+	Value T
+	Err   error
+}
+
+// Get returns the value and the error in Go's usual order.
+func (r Result[T]) Get() (T, error) { return r.Value, r.Err }
+
+// Context is what a future receives in Poll: the Waker of the task being polled, the
+// runtime it runs on, and the task's cooperative budget. One Context is reused for every
+// poll a worker makes, so it must not be retained after Poll returns.
+type Context struct {
+	waker  Waker
+	rt     *Runtime
+	w      *worker // the worker polling, nil when polled by BlockOn or by hand
+	budget int32
+}
+
+// budgetPerPoll is the cooperative budget a task gets for one poll (seed 003: 128 polls
+// per tick). Every leaf future that completes consumes one unit; when the budget is spent a
+// leaf returns pending and re-schedules the task, so a task that loops over futures which
+// are always ready cannot monopolise its worker.
+const budgetPerPoll = 128
+
+// NewContext returns a Context for polling futures by hand, outside any runtime (tests,
+// adapters): leaf futures that need a runtime (Sleep, Spawn) panic when polled with it.
+// rt may be nil.
+func NewContext(rt *Runtime, w Waker) *Context {
+	return &Context{waker: w, rt: rt, budget: budgetPerPoll}
+}
+
+// Waker returns the waker of the task being polled. Copy it freely; it stays valid after
+// Poll returns.
+func (cx *Context) Waker() Waker { return cx.waker }
+
+// Runtime returns the runtime the future is polled on (nil for a hand-made Context
+// without one).
+func (cx *Context) Runtime() *Runtime { return cx.rt }
+
+// ConsumeBudget spends one unit of the task's cooperative budget. A leaf future calls it
+// before reporting ready; when it returns false the budget is spent, the task has already
+// been re-scheduled, and the leaf must return pending. This is what makes a task that
+// loops over always-ready futures yield to its neighbours.
+func (cx *Context) ConsumeBudget() bool {
+	if cx.budget > 0 {
+		cx.budget--
+		return true
+	}
+	cx.wakeSelfYield()
+	return false
+}
+
+// wakeSelfYield re-schedules the polled task at the back of its worker's queue.
+func (cx *Context) wakeSelfYield() {
+	if h, ok := cx.waker.t.(*header); ok && cx.w != nil && h.rt == cx.rt {
+		// We are polling h right now: the wake only sets NOTIFIED; the worker sees it
+		// when Poll returns and puts the task at the back of its queue (a yield).
+		h.wake(nil)
+		return
+	}
+	cx.waker.Wake()
+}
+
+// Waker wakes a task: it tells the runtime that polling the task again can make
+// progress. A Waker is two words, cheap to copy, and safe to call from any goroutine, so
+// plain Go code (a callback, a goroutine finishing a system call) can wake a task. Waking
+// a task that has completed or been cancelled does nothing; waking a task several times
+// before it is polled polls it once. The zero Waker does nothing.
+type Waker struct {
+	t wakeTarget
+}
+
+// wakeTarget is what a Waker points at: a task header, a BlockOn parker, a combinator's
+// child slot. cx is the Context of the caller when it is polling on a worker (so the
+// woken task can go to that worker's LIFO slot), or nil.
+type wakeTarget interface {
+	wake(cx *Context)
+}
+
+// Wake wakes the task. Safe from any goroutine.
+func (w Waker) Wake() {
+	if w.t != nil {
+		w.t.wake(nil)
+	}
+}
+
+// WakeFrom is Wake for a caller that is itself being polled with cx: when cx belongs to
+// a worker of the same runtime, the woken task goes to that worker's LIFO slot and runs
+// next, which is what message passing between tasks wants (Tokio's LIFO optimisation).
+func (w Waker) WakeFrom(cx *Context) {
+	if w.t != nil {
+		w.t.wake(cx)
+	}
+}
+
+// WillWake reports whether w and other wake the same task, so a future can skip
+// replacing a stored waker that is already right.
+func (w Waker) WillWake(other Waker) bool { return w.t == other.t }
+
+// IsZero reports whether w is the zero Waker.
+func (w Waker) IsZero() bool { return w.t == nil }
+
+// WakerFunc returns a Waker that calls f. f must be safe to call from any goroutine, any
+// number of times. It is meant for adapters and tests that poll futures by hand.
+func WakerFunc(f func()) Waker { return Waker{t: &funcWaker{f: f}} }
+
+type funcWaker struct{ f func() }
+
+func (fw *funcWaker) wake(*Context) { fw.f() }
+
+// ---- building blocks ----
+
+// readyFuture is always ready with its value.
+type readyFuture[T any] struct{ v T }
+
+func (r *readyFuture[T]) Poll(cx *Context) (T, bool) {
+	if !cx.ConsumeBudget() {
+		var zero T
+		return zero, false
+	}
+	return r.v, true
+}
+
+// Ready returns a future that is immediately ready with v. It consumes one unit of the
+// task's budget per poll, like every leaf future.
+func Ready[T any](v T) Future[T] { return &readyFuture[T]{v: v} }
+
+type pendingFuture[T any] struct{}
+
+func (pendingFuture[T]) Poll(*Context) (T, bool) {
+	var zero T
+	return zero, false
+}
+
+// Pending returns a future that is never ready (and never wakes anyone). It is useful as
+// the never-firing arm of a select and in tests of cancellation.
+func Pending[T any]() Future[T] { return pendingFuture[T]{} }
+
+// PollFunc is a future written as a poll function: a small state machine in a closure.
+//
+//	step := 0
+//	f := blitzio.PollFunc[int](func(cx *blitzio.Context) (int, bool) { ... })
+//
+// See the package Example for a multi-step task written this way.
+type PollFunc[T any] func(cx *Context) (T, bool)
+
+// Poll calls f.
+func (f PollFunc[T]) Poll(cx *Context) (T, bool) { return f(cx) }
+
+// PollFn returns a future whose Poll is f. It is PollFunc[T](f) with the type argument
+// inferred.
+func PollFn[T any](f func(cx *Context) (T, bool)) PollFunc[T] { return PollFunc[T](f) }
+
+type lazyFuture[T any] struct{ f func() T }
+
+func (l *lazyFuture[T]) Poll(*Context) (T, bool) { return l.f(), true }
+
+// Lazy returns a future that calls f on its first poll and is ready with its result.
+// Nothing runs until the future is polled (unlike a plain function call).
+func Lazy[T any](f func() T) Future[T] { return &lazyFuture[T]{f: f} }
+
+type mapFuture[A, B any] struct {
+	inner Future[A]
+	fn    func(A) B
+}
+
+func (m *mapFuture[A, B]) Poll(cx *Context) (B, bool) {
+	a, ok := m.inner.Poll(cx)
+	if !ok {
+		var zero B
+		return zero, false
+	}
+	return m.fn(a), true
+}
+
+func (m *mapFuture[A, B]) Drop() { Drop(m.inner) }
+
+// Map returns a future that is f's value transformed by fn.
+func Map[A, B any](f Future[A], fn func(A) B) Future[B] {
+	return &mapFuture[A, B]{inner: f, fn: fn}
+}
+
+type andThenFuture[A, B any] struct {
+	first  Future[A]
+	fn     func(A) Future[B]
+	second Future[B]
+}
+
+func (t *andThenFuture[A, B]) Poll(cx *Context) (B, bool) {
+	if t.second == nil {
+		a, ok := t.first.Poll(cx)
+		if !ok {
+			var zero B
+			return zero, false
+		}
+		t.second = t.fn(a)
+		t.first = nil
+	}
+	return t.second.Poll(cx)
+}
+
+func (t *andThenFuture[A, B]) Drop() {
+	if t.second != nil {
+		Drop(t.second)
+	} else if t.first != nil {
+		Drop(t.first)
+	}
+}
+
+// AndThen returns a future that runs f, passes its value to fn, and then runs the future
+// fn returns: sequencing two asynchronous steps.
+func AndThen[A, B any](f Future[A], fn func(A) Future[B]) Future[B] {
+	return &andThenFuture[A, B]{first: f, fn: fn}
+}
+
+type erased[T any] struct{ inner Future[T] }
+
+func (e erased[T]) Poll(cx *Context) (any, bool) { return e.inner.Poll(cx) }
+func (e erased[T]) Drop()                        { Drop(e.inner) }
+
+// Erase returns f as a Future[any], so futures of different value types can share a
+// collection (SelectN over heterogeneous futures, a registry of pending work). Every
+// Future[T] is already type-erased over its concrete type by being an interface value;
+// Erase also erases T.
+func Erase[T any](f Future[T]) Future[any] { return erased[T]{inner: f} }
+
+type yieldFuture struct{ yielded bool }
+
+func (y *yieldFuture) Poll(cx *Context) (struct{}, bool) {
+	if y.yielded {
+		return struct{}{}, true
+	}
+	y.yielded = true
+	cx.wakeSelfYield()
+	return struct{}{}, false
+}
+
+// YieldNow returns a future that is pending once, after re-scheduling its task at the
+// back of the run queue, and ready on the next poll: it lets other tasks run.
+func YieldNow() Future[struct{}] { return &yieldFuture{} }

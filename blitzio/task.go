@@ -1,0 +1,238 @@
+package blitzio
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"unsafe"
+)
+
+// ErrCancelled is the error of a task that was aborted (JoinHandle.Abort) or dropped by
+// Runtime.Shutdown before it finished, and of a task spawned on a closed runtime.
+var ErrCancelled = errors.New("blitzio: task cancelled")
+
+// PanicError is the error of a task whose Poll panicked: it carries the panic value and
+// the stack of the goroutine at the panic. The worker that polled the task survives.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("blitzio: task panicked: %v\n%s", e.Value, e.Stack)
+}
+
+// Unwrap returns the panic value when it is an error, so errors.Is and errors.As see
+// through a panic(err).
+func (e *PanicError) Unwrap() error {
+	if err, ok := e.Value.(error); ok {
+		return err
+	}
+	return nil
+}
+
+// header is the type-independent part of a task: what queues, wakers and the owned-task
+// list handle. It is the first field of core[T], which is the first field of task[F, T],
+// so one allocation holds header, result and future (Tokio's Cell<T, S>).
+type header struct {
+	state taskState
+	next  *header // link in the injection queue and in batches moved between queues
+	// ownPrev/ownNext link the task into its shard of the runtime's owned-task list, so
+	// Shutdown can find idle tasks that are in no queue. Guarded by the shard's mutex.
+	ownPrev, ownNext *header
+	rt               *Runtime
+	vt               taskVTable // the enclosing *task[F, T], for the type-specific work
+	// joinWaker is written by the JoinHandle only while JOIN_WAKER is clear, and read by
+	// the completer only after it saw JOIN_WAKER set (see taskState.setJoinWaker).
+	joinWaker Waker
+	owned     bool // linked in the owned list; guarded by the shard mutex
+}
+
+// taskVTable is the type-specific part of a task, implemented by *task[F, T]. The
+// scheduler sees only headers and calls through this interface (Tokio's raw vtable).
+type taskVTable interface {
+	// poll polls the future once; it reports true when the task has finished (value or
+	// panic stored). The caller owns the task (state running).
+	poll(cx *Context) bool
+	// cancel drops the future and stores ErrCancelled. The caller owns the task.
+	cancel()
+	// release drops the stored output once nobody can read it.
+	release()
+}
+
+// core is the part of a task that the JoinHandle[T] reads: the header and the output.
+type core[T any] struct {
+	header
+	out T
+	err error
+}
+
+// task is one spawned future: header, output and future in one allocation.
+type task[F Future[T], T any] struct {
+	core[T]
+	fut F
+}
+
+func (t *task[F, T]) poll(cx *Context) (done bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.err = &PanicError{Value: r, Stack: debug.Stack()}
+			t.dropFuture()
+			done = true
+		}
+	}()
+	v, ok := t.fut.Poll(cx)
+	if ok {
+		t.out = v
+		t.dropFuture()
+	}
+	return ok
+}
+
+func (t *task[F, T]) dropFuture() {
+	f := t.fut
+	var zero F
+	t.fut = zero // release what the future references even if the task object lives on
+	if d, ok := any(f).(Dropper); ok {
+		d.Drop()
+	}
+}
+
+func (t *task[F, T]) cancel() {
+	defer func() {
+		// A panicking Drop must not kill the worker or Shutdown; the task is cancelled
+		// either way.
+		_ = recover()
+	}()
+	t.err = ErrCancelled
+	t.dropFuture()
+}
+
+func (t *task[F, T]) release() {
+	var zero T
+	t.out = zero
+}
+
+// wake implements wakeTarget for task wakers.
+func (h *header) wake(cx *Context) {
+	if h.state.wake() {
+		h.rt.schedule(h, cx, false)
+	}
+}
+
+// finish completes a task its caller owns (running) whose output, panic or
+// cancellation is stored: publish completion, wake the JoinHandle, leave the owned list.
+func (h *header) finish(cx *Context) {
+	prev := h.state.toComplete()
+	if prev&flagJoinInterest == 0 {
+		h.vt.release() // detached: nobody will read the output
+	} else if prev&flagJoinWaker != 0 {
+		h.joinWaker.WakeFrom(cx)
+	}
+	h.rt.owned.remove(h)
+	if h.state.unref() {
+		h.vt.release()
+	}
+}
+
+// cancelOwned drops a task the caller owns and completes it with ErrCancelled.
+func (h *header) cancelOwned(cx *Context) {
+	h.vt.cancel()
+	h.finish(cx)
+}
+
+// ---- owned tasks ----
+
+const ownedShards = 16
+
+type ownedShard struct {
+	mu     sync.Mutex
+	head   *header
+	n      int
+	closed bool
+	_      [64 - 8 - 8 - 8 - 8]byte // keep shards on separate cache lines
+}
+
+// ownedTasks is the set of a runtime's live tasks (Tokio's OwnedTasks), sharded by task
+// address so spawns on different workers rarely share a mutex.
+type ownedTasks struct {
+	shards [ownedShards]ownedShard
+}
+
+func (o *ownedTasks) shard(h *header) *ownedShard {
+	// Heap objects do not move in Go, so the address is a stable hash. Objects are at
+	// least 16-byte aligned; drop the low bits that are always zero for our size class.
+	return &o.shards[(uintptr(unsafe.Pointer(h))>>7)%ownedShards]
+}
+
+// insert adds h; it fails once the runtime is closed, so no task can slip in after
+// Shutdown's final walk.
+func (o *ownedTasks) insert(h *header) bool {
+	s := o.shard(h)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
+	h.ownNext = s.head
+	if s.head != nil {
+		s.head.ownPrev = h
+	}
+	s.head = h
+	h.owned = true
+	s.n++
+	s.mu.Unlock()
+	return true
+}
+
+func (o *ownedTasks) remove(h *header) {
+	s := o.shard(h)
+	s.mu.Lock()
+	if h.owned {
+		if h.ownPrev != nil {
+			h.ownPrev.ownNext = h.ownNext
+		} else {
+			s.head = h.ownNext
+		}
+		if h.ownNext != nil {
+			h.ownNext.ownPrev = h.ownPrev
+		}
+		h.ownPrev, h.ownNext, h.owned = nil, nil, false
+		s.n--
+	}
+	s.mu.Unlock()
+}
+
+// closeAndTake closes every shard to inserts and returns every remaining task.
+func (o *ownedTasks) closeAndTake() []*header {
+	var all []*header
+	for i := range o.shards {
+		s := &o.shards[i]
+		s.mu.Lock()
+		s.closed = true
+		for h := s.head; h != nil; {
+			next := h.ownNext
+			h.ownPrev, h.ownNext, h.owned = nil, nil, false
+			all = append(all, h)
+			h = next
+		}
+		s.head, s.n = nil, 0
+		s.mu.Unlock()
+	}
+	return all
+}
+
+// len returns the number of live tasks (racy snapshot, for tests and metrics).
+func (o *ownedTasks) len() int {
+	n := 0
+	for i := range o.shards {
+		s := &o.shards[i]
+		s.mu.Lock()
+		n += s.n
+		s.mu.Unlock()
+	}
+	return n
+}
+
+func stack() []byte { return debug.Stack() }

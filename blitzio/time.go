@@ -1,0 +1,243 @@
+package blitzio
+
+import (
+	"context"
+	"time"
+)
+
+// ErrTimeout is the error of a Timeout or Deadline whose time ran out before its future
+// finished. errors.Is(err, context.DeadlineExceeded) is true for it, so code that already
+// handles context deadlines handles it too.
+var ErrTimeout error = timeoutError{}
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string        { return "blitzio: deadline exceeded" }
+func (timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// Timeout reports true, like the net.Error method, so the error is recognised as a
+// timeout by code written for the net package.
+func (timeoutError) Timeout() bool { return true }
+
+const (
+	sleepNew uint8 = iota
+	sleepRegistered
+	sleepDone
+)
+
+// SleepFuture is the future returned by Sleep and SleepUntil. Its timer entry lives
+// inside it, so a sleeping task allocates nothing else. Drop removes the entry from the
+// wheel (the runtime calls it when the sleeping task is cancelled; combinators call it on
+// a losing sleep).
+type SleepFuture struct {
+	entry    timerEntry
+	rt       *Runtime
+	waker    Waker // the waker registered with the entry (owned by the poller)
+	d        time.Duration
+	until    time.Time
+	absolute bool
+	// atElapsed, when set, is the deadline as runtime-elapsed time (Interval's ticks).
+	atElapsed    time.Duration
+	hasAtElapsed bool
+	state        uint8
+}
+
+// Sleep returns a future that is ready d after its first poll (a duration counts from
+// the first poll, not from the call). It panics if polled outside a runtime.
+func Sleep(d time.Duration) *SleepFuture { return &SleepFuture{d: d} }
+
+// SleepUntil returns a future that is ready at t on the runtime's clock.
+func SleepUntil(t time.Time) *SleepFuture { return &SleepFuture{until: t, absolute: true} }
+
+// Poll implements Future.
+func (s *SleepFuture) Poll(cx *Context) (struct{}, bool) {
+	switch s.state {
+	case sleepNew:
+		rt := cx.rt
+		if rt == nil {
+			panic("blitzio: Sleep polled without a Runtime")
+		}
+		s.rt = rt
+		now := rt.elapsed()
+		var at time.Duration
+		if s.hasAtElapsed {
+			at = s.atElapsed
+		} else if s.absolute {
+			at = rt.toElapsed(s.until)
+		} else {
+			at = now + s.d
+			if s.d > 0 && at < now { // overflow: sleep "forever"
+				at = 1<<63 - 1
+			}
+		}
+		s.state = sleepRegistered
+		s.waker = cx.waker
+		if rt.registerTimer(&s.entry, timeToTick(at), nowTick(now), cx.waker) {
+			return struct{}{}, false
+		}
+		s.state = sleepDone
+	case sleepRegistered:
+		if s.entry.fired.Load() {
+			s.state = sleepDone
+		} else if !s.waker.WillWake(cx.waker) {
+			if s.rt.updateTimerWaker(&s.entry, cx.waker) {
+				s.waker = cx.waker
+				return struct{}{}, false
+			}
+			s.state = sleepDone
+		} else {
+			return struct{}{}, false
+		}
+	}
+	if !cx.ConsumeBudget() {
+		return struct{}{}, false
+	}
+	return struct{}{}, true
+}
+
+// Drop removes the sleep's timer from the wheel if it is still there.
+func (s *SleepFuture) Drop() {
+	if s.state == sleepRegistered && !s.entry.fired.Load() {
+		s.rt.cancelTimer(&s.entry)
+	}
+	s.state = sleepDone
+	s.waker = Waker{}
+}
+
+// resetAt re-arms the sleep for the absolute elapsed time at (Interval's ticks).
+func (s *SleepFuture) resetAt(at time.Duration) {
+	if s.state == sleepRegistered && !s.entry.fired.Load() {
+		s.rt.cancelTimer(&s.entry)
+	}
+	s.entry.fired.Store(false)
+	s.atElapsed, s.hasAtElapsed = at, true
+	s.state = sleepNew
+}
+
+// MissedTickBehavior says what an Interval does when ticks were missed because the task
+// was not polled in time.
+type MissedTickBehavior uint8
+
+const (
+	// Delay (the default) starts counting the period afresh from the late tick: ticks
+	// stay a full period apart, drifting later.
+	Delay MissedTickBehavior = iota
+	// Burst fires the missed ticks back to back until the schedule has caught up.
+	Burst
+	// Skip drops the missed ticks and fires at the next multiple of the period on the
+	// original schedule.
+	Skip
+)
+
+// Ticker is the stream returned by Interval: each Tick (or Poll) completes at the next
+// tick of the schedule.
+type Ticker struct {
+	period   time.Duration
+	next     time.Duration // elapsed time of the next tick; valid once started
+	started  bool
+	behavior MissedTickBehavior
+	sleep    SleepFuture
+	rt       *Runtime
+}
+
+// Interval returns a Ticker whose first tick completes at once (on the first poll) and
+// then every d, with the Delay missed-tick behaviour. It panics if d <= 0.
+func Interval(d time.Duration) *Ticker {
+	if d <= 0 {
+		panic("blitzio: Interval: period must be > 0")
+	}
+	return &Ticker{period: d}
+}
+
+// SetMissedTickBehavior chooses Burst, Delay or Skip.
+func (t *Ticker) SetMissedTickBehavior(b MissedTickBehavior) { t.behavior = b }
+
+// Poll waits for the next tick and returns its scheduled time on the runtime's clock.
+// Each ready result consumes one tick.
+func (t *Ticker) Poll(cx *Context) (time.Time, bool) {
+	rt := cx.rt
+	if rt == nil {
+		panic("blitzio: Interval polled without a Runtime")
+	}
+	if !t.started {
+		t.rt = rt
+		t.sleep.rt = rt
+		t.started = true
+		t.next = rt.elapsed()
+		t.sleep.state = sleepDone // the first tick is due now
+	} else if t.sleep.state == sleepNew || t.sleep.state == sleepRegistered {
+		if _, ok := t.sleep.Poll(cx); !ok {
+			return time.Time{}, false
+		}
+	}
+	tick := t.next
+	now := rt.elapsed()
+	switch next := tick + t.period; {
+	case next > now || t.behavior == Burst:
+		t.next = next
+	case t.behavior == Skip:
+		t.next = now + t.period - (now-tick)%t.period
+	default: // Delay
+		t.next = now + t.period
+	}
+	t.sleep.resetAt(t.next)
+	return t.tickTime(rt, tick), true
+}
+
+func (t *Ticker) tickTime(rt *Runtime, at time.Duration) time.Time {
+	if rt.testClock != nil {
+		return rt.testStart.Add(at)
+	}
+	return rt.start.Add(at)
+}
+
+// Tick returns a future for the next tick (the same as polling the Ticker).
+func (t *Ticker) Tick() Future[time.Time] { return t }
+
+// Drop removes the Ticker's timer from the wheel.
+func (t *Ticker) Drop() {
+	if t.started {
+		t.sleep.Drop()
+	}
+}
+
+// timeoutFuture runs inner against a sleep.
+type timeoutFuture[T any] struct {
+	inner Future[T]
+	sleep SleepFuture
+	done  bool
+}
+
+func (f *timeoutFuture[T]) Poll(cx *Context) (Result[T], bool) {
+	if f.done {
+		return Result[T]{Err: ErrTimeout}, true
+	}
+	if v, ok := f.inner.Poll(cx); ok {
+		f.sleep.Drop()
+		f.done = true
+		return Result[T]{Value: v}, true
+	}
+	if _, ok := f.sleep.Poll(cx); ok {
+		Drop(f.inner)
+		f.done = true
+		return Result[T]{Err: ErrTimeout}, true
+	}
+	return Result[T]{}, false
+}
+
+func (f *timeoutFuture[T]) Drop() {
+	Drop(f.inner)
+	f.sleep.Drop()
+}
+
+// Timeout runs f with a time limit of d (counted from the first poll). If f finishes
+// first its value is returned and the timer removed; otherwise f is dropped and the error
+// is ErrTimeout, which satisfies errors.Is(err, context.DeadlineExceeded).
+func Timeout[T any](d time.Duration, f Future[T]) Future[Result[T]] {
+	return &timeoutFuture[T]{inner: f, sleep: SleepFuture{d: d}}
+}
+
+// Deadline is Timeout with an absolute deadline on the runtime's clock.
+func Deadline[T any](t time.Time, f Future[T]) Future[Result[T]] {
+	return &timeoutFuture[T]{inner: f, sleep: SleepFuture{until: t, absolute: true}}
+}

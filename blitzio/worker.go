@@ -1,0 +1,314 @@
+package blitzio
+
+import (
+	"time"
+
+	"github.com/blitzgo/blitz/shared/lockfree"
+)
+
+// Scheduler constants from seed 003.
+const (
+	maxLIFOPolls = 3 // LIFO polls in a row before the LIFO task goes to the back of the queue
+	// The global queue is checked first every globalInterval ticks so injected tasks are
+	// not starved by a worker that keeps its local queue full. The interval adapts to the
+	// mean poll time (Tokio's stats.rs): about targetGlobalLatency between checks.
+	defaultGlobalInterval = 31
+	minGlobalInterval     = 2
+	maxGlobalInterval     = 127
+	targetGlobalLatency   = 200 * time.Microsecond
+)
+
+// worker is one scheduler goroutine and the state only it touches (except q, which
+// others steal from, and unpark, which others send to).
+type worker struct {
+	id   int
+	rt   *Runtime
+	q    localQueue
+	lifo *header // the LIFO slot: the task woken last by this worker runs next
+	// lifoEnabled is false while the LIFO cap is being enforced (the LIFO task goes to the
+	// back of the queue instead).
+	lifoEnabled bool
+	cx          Context
+	tick        uint32
+	searching   bool
+	rng         lockfree.XorShift64Star
+	unpark      chan struct{} // capacity 1: a token from whoever cleared our parked bit
+	timer       *time.Timer
+
+	globalInterval uint32
+	statStart      time.Duration // runtime time at the last interval measurement
+	statPolls      uint32
+	pollTimeEWMA   float64 // nanoseconds
+}
+
+func newWorker(rt *Runtime, id int) *worker {
+	w := &worker{
+		id:             id,
+		rt:             rt,
+		lifoEnabled:    true,
+		unpark:         make(chan struct{}, 1),
+		rng:            lockfree.NewXorShift64Star(uint64(id)*0x9E3779B97F4A7C15 + 1),
+		globalInterval: defaultGlobalInterval,
+	}
+	w.cx = Context{rt: rt, w: w}
+	return w
+}
+
+// run is the worker loop: find a task (local queue, then the injection queue, then steal),
+// run it, and park when there is nothing to do.
+func (w *worker) run() {
+	defer w.rt.workersDone.Done()
+	rt := w.rt
+	for !rt.closed.Load() {
+		h := w.nextTask()
+		if h == nil {
+			h = w.search()
+		}
+		if h == nil {
+			w.park()
+			continue
+		}
+		w.runTask(h)
+	}
+	w.drain()
+}
+
+func (w *worker) nextTask() *header {
+	w.tick++
+	w.statPolls++
+	if w.tick%w.globalInterval == 0 {
+		w.maintenance()
+		if h := w.rt.inject.pop(); h != nil {
+			return h
+		}
+		return w.q.pop()
+	}
+	if h := w.q.pop(); h != nil {
+		return h
+	}
+	return w.pullGlobalBatch()
+}
+
+// maintenance runs every globalInterval ticks: adapt the interval, and drive timers if
+// they are due (worker 0 is the primary driver, seed 003; any worker helps when due).
+func (w *worker) maintenance() {
+	rt := w.rt
+	now := rt.elapsed()
+	if w.statStart != 0 && w.statPolls > 0 {
+		per := float64(now-w.statStart) / float64(w.statPolls)
+		if w.pollTimeEWMA == 0 {
+			w.pollTimeEWMA = per
+		} else {
+			w.pollTimeEWMA = 0.9*w.pollTimeEWMA + 0.1*per
+		}
+		iv := uint32(maxGlobalInterval)
+		if w.pollTimeEWMA > 0 {
+			if f := float64(targetGlobalLatency) / w.pollTimeEWMA; f < maxGlobalInterval {
+				iv = uint32(f)
+			}
+		}
+		w.globalInterval = max(iv, minGlobalInterval)
+	}
+	w.statStart, w.statPolls = now, 0
+	if rt.testClock == nil && rt.timers.due(nowTick(now)) {
+		rt.processTimers(w.id == 0)
+	}
+}
+
+// pullGlobalBatch moves a fair share of the injection queue (at most maxGlobalBatch, at
+// most what fits) to the local queue and returns the first task.
+func (w *worker) pullGlobalBatch() *header {
+	rt := w.rt
+	if rt.inject.isEmpty() {
+		return nil
+	}
+	want := int(rt.inject.n.Load())/len(rt.workers) + 1
+	free := localCap - w.q.len()
+	want = min(want, maxGlobalBatch, free)
+	if want <= 0 {
+		return rt.inject.pop()
+	}
+	first, n := rt.inject.popBatch(want)
+	if n == 0 {
+		return nil
+	}
+	for h := first.next; h != nil; {
+		next := h.next
+		h.next = nil
+		w.q.pushBack(h, &rt.inject)
+		h = next
+	}
+	first.next = nil
+	return first
+}
+
+// search steals from the other workers, starting at a random one, then tries the
+// injection queue. At most half the workers search at once.
+func (w *worker) search() *header {
+	rt := w.rt
+	if !w.searching {
+		if !rt.idle.tryStartSearching() {
+			return nil
+		}
+		w.searching = true
+	}
+	n := len(rt.workers)
+	start := w.rng.Intn(n)
+	for i := 0; i < n; i++ {
+		v := rt.workers[(start+i)%n]
+		if v == w {
+			continue
+		}
+		if h := v.q.stealInto(&w.q); h != nil {
+			return h
+		}
+	}
+	return w.pullGlobalBatch()
+}
+
+// runTask polls h and then up to maxLIFOPolls tasks from the LIFO slot.
+func (w *worker) runTask(h *header) {
+	if w.searching {
+		// We found work: stop searching. If we were the last searcher, wake another
+		// worker, since where there was one task there may be more (chained wake-up).
+		w.searching = false
+		if w.rt.idle.stopSearching() {
+			w.rt.notifyParked()
+		}
+	}
+	w.poll(h)
+	for i := 0; i < maxLIFOPolls; i++ {
+		h = w.lifo
+		if h == nil {
+			return
+		}
+		w.lifo = nil
+		w.poll(h)
+	}
+	if w.lifo != nil {
+		// LIFO cap reached: a pair of tasks waking each other must not starve the queue.
+		h, w.lifo = w.lifo, nil
+		w.q.pushBack(h, &w.rt.inject)
+		w.rt.notifyParked()
+	}
+}
+
+// poll runs one scheduling point of h: the worker owns h while it is running.
+func (w *worker) poll(h *header) {
+	cx := &w.cx
+	switch h.state.toRunning() {
+	case actSkip:
+		return
+	case actCancel:
+		h.cancelOwned(cx)
+		return
+	}
+	cx.waker = Waker{t: h}
+	cx.budget = budgetPerPoll
+	if h.vt.poll(cx) {
+		h.finish(cx)
+		return
+	}
+	switch h.state.toIdle() {
+	case idleReschedule:
+		// Woken during its own poll (a yield, an exhausted budget, a wake that raced the
+		// poll): to the back of the queue, not the LIFO slot, so it does not run again
+		// before its neighbours.
+		w.q.pushBack(h, &w.rt.inject)
+		w.rt.notifyParked()
+	case idleCancel:
+		h.cancelOwned(cx)
+	}
+}
+
+// scheduleLocal queues a task woken or spawned by code running on this worker.
+func (w *worker) scheduleLocal(h *header, yield bool) {
+	if yield {
+		w.q.pushBack(h, &w.rt.inject)
+		w.rt.notifyParked()
+		return
+	}
+	prev := w.lifo
+	w.lifo = h
+	if prev != nil {
+		w.q.pushBack(prev, &w.rt.inject)
+		w.rt.notifyParked()
+	}
+}
+
+// park blocks the worker until another worker or a producer wakes it, the next timer is
+// due (if it is the timer driver), or the runtime shuts down.
+func (w *worker) park() {
+	rt := w.rt
+	if w.searching {
+		w.searching = false
+		if rt.idle.stopSearching() && rt.hasWork() {
+			// We were the last searcher and work arrived while we searched: a producer
+			// that saw us searching did not wake anyone, so we must.
+			rt.notifyParked()
+		}
+	}
+	// Timer duty: the first worker to park while timers are pending drives them and
+	// parks only until the next deadline (seed 003's "worker 0 or the parked worker with
+	// the nearest deadline"); the others park without a timeout.
+	driver := rt.testClock == nil && rt.timers.count.Load() > 0 && rt.timerDriver.CompareAndSwap(-1, int32(w.id))
+	rt.idle.setParked(w.id)
+	if rt.closed.Load() || rt.hasWork() || (!driver && rt.timers.count.Load() > 0 && rt.testClock == nil && rt.timerDriver.Load() < 0) {
+		if !rt.idle.clear(w.id) {
+			<-w.unpark // someone cleared our bit and counted us as searching
+			w.searching = true
+		}
+		if driver {
+			rt.releaseTimerDriver()
+		}
+		return
+	}
+	var timeout <-chan time.Time
+	if driver {
+		rt.timers.mu.Lock()
+		next, ok := rt.timers.w.nextExpiration()
+		rt.timers.mu.Unlock()
+		if ok {
+			rt.timers.parkedUntil.Store(int64(next))
+			d := time.Duration(int64(next)-int64(nowTick(rt.elapsed()))) * time.Millisecond
+			d = max(d, 0)
+			if w.timer == nil {
+				w.timer = time.NewTimer(d)
+			} else {
+				w.timer.Reset(d)
+			}
+			timeout = w.timer.C
+		}
+	}
+	select {
+	case <-w.unpark:
+		w.searching = true
+	case <-rt.done:
+	case <-timeout:
+		if !rt.idle.clear(w.id) {
+			<-w.unpark
+			w.searching = true
+		}
+	}
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	if driver {
+		rt.releaseTimerDriver()
+		rt.processTimers(false)
+	}
+}
+
+// drain drops every task left in the worker's queues at shutdown.
+func (w *worker) drain() {
+	cancel := func(h *header) {
+		if h.state.toShutdown() {
+			h.cancelOwned(nil)
+		}
+	}
+	if w.lifo != nil {
+		cancel(w.lifo)
+		w.lifo = nil
+	}
+	w.q.drain(cancel)
+}
