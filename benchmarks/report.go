@@ -216,12 +216,10 @@ func formatValue(v float64) string {
 	switch a := math.Abs(v); {
 	case a == 0:
 		return "0"
-	case a >= 1000:
-		return fmt.Sprintf("%.0f", v)
 	case a >= 100:
-		return fmt.Sprintf("%.1f", v)
+		return fmt.Sprintf("%.0f", v)
 	case a >= 10:
-		return fmt.Sprintf("%.2f", v)
+		return fmt.Sprintf("%.1f", v)
 	default:
 		return fmt.Sprintf("%.3g", v)
 	}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/blitzgo/blitz/benchmarks"
+)
+
+func TestList(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-list", "-suite", "lockfree"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"lockfree:", "DequePushPop", "lockfree.Deque (ours), mutex+slice, chan(256)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("-list output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-suite", "nope"}, `unknown suite "nope" (known: `},
+		{[]string{"-run", "("}, "-run: error parsing regexp"},
+		{[]string{"stray"}, "unexpected arguments"},
+		{[]string{"-benchtime", "-1s"}, "-benchtime must be positive"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(c.args, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errOut.String(), c.want)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-help"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "-json file") {
+		t.Errorf("-help: exit %d, output %q", code, errOut.String())
+	}
+}
+
+// TestRunJSONAndOut runs one real case with a tiny benchtime and checks the JSON on
+// stdout and the files -out writes.
+func TestRunJSONAndOut(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	args := []string{"-suite", "lockfree", "-run", "^OnceLatchProbe$", "-benchtime", "5ms", "-json", "-", "-out", dir}
+	if code := run(args, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var r benchmarks.Report
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("stdout is not the JSON report: %v\n%s", err, out.String())
+	}
+	if len(r.Suites) != 1 || len(r.Suites[0].Cases) != 1 || r.Suites[0].Cases[0].Name != "OnceLatchProbe" {
+		t.Fatalf("report = %+v", r)
+	}
+	c := r.Suites[0].Cases[0]
+	if c.Impls[0].Value <= 0 || c.Impls[1].Ratio <= 0 {
+		t.Errorf("case = %+v, want figures and ratios", c)
+	}
+	if !strings.Contains(errOut.String(), "[lockfree 1/1] OnceLatchProbe / lockfree.OnceLatch:") {
+		t.Errorf("no progress line on stderr:\n%s", errOut.String())
+	}
+	for _, f := range []string{"report.md", "results.json", "lockfree.svg"} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("-out did not write %s: %v", f, err)
+		}
+	}
+}

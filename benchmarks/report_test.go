@@ -1,0 +1,235 @@
+package benchmarks
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"flag"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeBench returns canned results keyed by the order of the calls, so RunSuite and the
+// writers can be tested without timing anything.
+func fakeBench(results ...testing.BenchmarkResult) func(func(*testing.B)) testing.BenchmarkResult {
+	i := 0
+	return func(func(*testing.B)) testing.BenchmarkResult {
+		r := results[i]
+		i++
+		return r
+	}
+}
+
+func noop(*testing.B) {}
+
+func testSuite() Suite {
+	return Suite{Name: "demo", Title: "a | demo", Cases: func(cfg Config) []Case {
+		return []Case{
+			{Name: "Fast", Ours: Impl{"ours", noop}, Baselines: []Impl{{"slow", noop}, {"broken", noop}}, Note: "target 3x"},
+			{Name: "Throughput", Metric: "GB/s", HigherIsBetter: true, Ours: Impl{"ours", noop}, Baselines: []Impl{{"other", noop}}},
+			{Name: "Skipped", Ours: Impl{"ours", noop}},
+		}
+	}}
+}
+
+func runDemo(t *testing.T, filter string) SuiteResult {
+	t.Helper()
+	opt := RunOptions{Bench: fakeBench(
+		testing.BenchmarkResult{N: 100, T: 1000 * time.Nanosecond, MemAllocs: 200}, // Fast/ours: 10 ns, 2 allocs
+		testing.BenchmarkResult{N: 100, T: 3200 * time.Nanosecond},                 // Fast/slow: 32 ns
+		testing.BenchmarkResult{}, // Fast/broken: failed
+		testing.BenchmarkResult{N: 1, T: time.Second, Extra: map[string]float64{"GB/s": 2}}, // Throughput/ours
+		testing.BenchmarkResult{N: 1, T: time.Second, Extra: map[string]float64{"GB/s": 4}}, // Throughput/other
+		testing.BenchmarkResult{}, // Skipped/ours
+	)}
+	if filter != "" {
+		opt.Filter = regexp.MustCompile(filter)
+	}
+	var progress bytes.Buffer
+	opt.Progress = &progress
+	res := RunSuite(testSuite(), opt)
+	if !strings.Contains(progress.String(), "] Fast / ours: 10.0 ns/op, 2 allocs/op (N=100)") {
+		t.Errorf("progress output:\n%s", progress.String())
+	}
+	return res
+}
+
+func TestRunSuite(t *testing.T) {
+	res := runDemo(t, "^(Fast|Throughput)$")
+	if len(res.Cases) != 2 {
+		t.Fatalf("%d cases after filtering, want 2", len(res.Cases))
+	}
+	fast := res.Cases[0]
+	if ours := fast.Impls[0]; !ours.Ours || ours.Value != 10 || ours.AllocsPerOp != 2 || ours.Ratio != 0 {
+		t.Errorf("Fast/ours = %+v", ours)
+	}
+	if slow := fast.Impls[1]; slow.Ours || slow.Value != 32 || slow.Ratio != 3.2 {
+		t.Errorf("Fast/slow = %+v, want ratio 3.2", slow)
+	}
+	if broken := fast.Impls[2]; broken.Error == "" || broken.Ratio != 0 {
+		t.Errorf("Fast/broken = %+v, want an error", broken)
+	}
+	thr := res.Cases[1]
+	if thr.Unit != "GB/s" || thr.Impls[0].Value != 2 || thr.Impls[1].Ratio != 0.5 {
+		t.Errorf("Throughput = %+v, want ours 2 GB/s at 0.5x of 4 GB/s", thr)
+	}
+}
+
+func TestRunSuiteMissingMetric(t *testing.T) {
+	s := Suite{Name: "m", Title: "m", Cases: func(Config) []Case {
+		return []Case{{Name: "C", Metric: "B/task", Ours: Impl{"ours", noop}}}
+	}}
+	res := RunSuite(s, RunOptions{Bench: fakeBench(testing.BenchmarkResult{N: 5, T: time.Second})})
+	if e := res.Cases[0].Impls[0].Error; !strings.Contains(e, `did not report metric "B/task"`) {
+		t.Fatalf("error = %q", e)
+	}
+}
+
+func TestFormatRatio(t *testing.T) {
+	for _, c := range []struct {
+		r      float64
+		higher bool
+		want   string
+	}{{3.2, false, "3.20x faster"}, {0.76, false, "0.76x (slower)"}, {1, false, "1.00x faster"}, {2, true, "2.00x better"}, {0.5, true, "0.50x (worse)"}, {0, false, "-"}} {
+		if got := FormatRatio(c.r, c.higher); got != c.want {
+			t.Errorf("FormatRatio(%v, %v) = %q, want %q", c.r, c.higher, got, c.want)
+		}
+	}
+}
+
+func TestWriters(t *testing.T) {
+	res := runDemo(t, "")
+	var table bytes.Buffer
+	if err := WriteTable(&table, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"== demo: a | demo", "Fast", "ours (ours)", "10.0 ns/op", "32.0 ns/op", "3.20x faster", "failed or skipped", "0.50x (worse)", "Fast: target 3x"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+
+	r := NewReport(time.Second, true)
+	r.Suites = []SuiteResult{res}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, r, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## demo: a \\| demo", "| Fast | ours (ours) | 10.0 ns/op | 2 |  |", "![demo chart](demo.svg)", "quick mode"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+
+	var js bytes.Buffer
+	if err := WriteJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Suites) != 1 || back.Suites[0].Cases[0].Impls[1].Ratio != 3.2 || !back.Quick {
+		t.Errorf("JSON round trip lost data: %s", js.String())
+	}
+
+	var svg bytes.Buffer
+	if err := WriteSVG(&svg, res); err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(&svg)
+	for {
+		if _, err := dec.Token(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v", err)
+		}
+	}
+}
+
+func TestRegister(t *testing.T) {
+	defer func() {
+		registryMu.Lock()
+		delete(registry, "zz-test")
+		registryMu.Unlock()
+	}()
+	Register(Suite{Name: "zz-test", Title: "t", Cases: func(Config) []Case { return nil }})
+	names := []string{}
+	for _, s := range Suites() {
+		names = append(names, s.Name)
+	}
+	if !slicesSorted(names) || !strings.Contains(strings.Join(names, ","), "zz-test") {
+		t.Fatalf("Suites() = %v", names)
+	}
+	for _, c := range []struct {
+		s    Suite
+		want string
+	}{
+		{Suite{Name: "zz-test", Cases: func(Config) []Case { return nil }}, `duplicate suite name "zz-test"`},
+		{Suite{Name: "", Cases: func(Config) []Case { return nil }}, "suite name is empty"},
+		{Suite{Name: "zz-nocases"}, "has no Cases function"},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(r.(string), c.want) {
+					t.Errorf("Register(%q): panic %v, want %q", c.s.Name, r, c.want)
+				}
+			}()
+			Register(c.s)
+		}()
+	}
+}
+
+func slicesSorted(s []string) bool {
+	for i := 1; i < len(s); i++ {
+		if s[i-1] > s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRegisteredSuites checks every registered suite's shape (names, bodies) in quick
+// mode, and runs the lockfree suite's bodies once each, so a broken body fails here
+// rather than in the middle of a long blitzbench run.
+func TestRegisteredSuites(t *testing.T) {
+	for _, s := range Suites() {
+		if s.Title == "" {
+			t.Errorf("suite %s has no title", s.Name)
+		}
+		seen := map[string]bool{}
+		for _, c := range s.Cases(Config{Quick: true}) {
+			if c.Name == "" || seen[c.Name] {
+				t.Errorf("suite %s: empty or duplicate case name %q", s.Name, c.Name)
+			}
+			seen[c.Name] = true
+			for _, impl := range append([]Impl{c.Ours}, c.Baselines...) {
+				if impl.Name == "" || impl.Bench == nil {
+					t.Errorf("suite %s case %s: implementation %q without a name or body", s.Name, c.Name, impl.Name)
+				}
+			}
+		}
+	}
+	bt := flag.Lookup("test.benchtime")
+	old := bt.Value.String()
+	if err := bt.Value.Set("1x"); err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Value.Set(old)
+	for _, s := range Suites() {
+		if s.Name != "lockfree" {
+			continue
+		}
+		res := RunSuite(s, RunOptions{Config: Config{Quick: true}})
+		for _, c := range res.Cases {
+			for _, ir := range c.Impls {
+				if ir.Error != "" {
+					t.Errorf("lockfree/%s/%s: %s", c.Name, ir.Name, ir.Error)
+				}
+			}
+		}
+	}
+}
