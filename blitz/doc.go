@@ -1,4 +1,57 @@
 // Package blitz is a work-stealing fork-join pool for CPU-parallel work, in the spirit of
 // Rust's Rayon: Join, scopes, parallel loops and reductions, parallel iterators over
 // slices and parallel sorts.
+//
+// # Using it
+//
+// A Pool runs worker goroutines (GOMAXPROCS of them by default). Work enters a pool
+// through Pool.Call, from any goroutine, and every job receives a *Task: the context of
+// the worker running it, through which all nested parallelism goes (there is no
+// goroutine-local state in Go, so the Task is passed explicitly):
+//
+//	p := blitz.Default()
+//	sum := blitz.Call(p, func(t *blitz.Task) int {
+//		a, b := blitz.Join2(t, left, right) // left and right may run in parallel
+//		return a + b
+//	})
+//
+// The fork-join forms, from the most convenient to the cheapest:
+//
+//   - Scope and Spawner.Spawn: any number of tasks, from anywhere, all done when Scope
+//     returns; ScopeContext stops starting tasks once its context is cancelled.
+//   - Join, Join2, JoinN, TryJoin, TryJoinContext: closures, forked and joined.
+//   - Job and Future: a typed job declared once (var j blitz.Job[In, Out]) whose Fork
+//     and Join allocate nothing and, when nobody steals the fork, cost a few plain memory
+//     operations. Use it for fine-grained recursion (a fork at every node of a tree).
+//
+// A panic in forked work is re-raised in the goroutine that joins it, as a *PanicError
+// carrying the value and the stack of the panicking goroutine, after the sibling work
+// has finished. Workers never die of a user panic.
+//
+// # How it works
+//
+// The design follows the reference documents (Zig's Blitz, itself after Rayon); see the
+// comments of each file for the details and the races they prevent.
+//
+//   - Workers (pool.go, workerLoop): each has a Chase-Lev deque (lockfree.Deque). A
+//     worker looking for work steals from guests (callers inside Pool.Call) first, then
+//     from the other workers starting at a random one (XorShift64*), then takes injected
+//     jobs (Pool.Go, Spawner.Spawn), then goes through the sleep protocol.
+//   - Sleep (sleep.go): Rayon's JEC protocol, as seeds 002 and 004 describe it: packed
+//     sleeping/inactive/JEC counters, 32 yield rounds, announce sleepy, one more round,
+//     then the four-state CoreLatch and a condition variable. The waker decrements the
+//     sleeping count; posters wake only as many sleepers as the awake-but-idle workers
+//     cannot serve. An idle pool's workers are blocked, using no CPU.
+//   - Frames (job.go, task.go): a future cannot live on a goroutine stack in Go (stacks
+//     move), so each Task keeps per-Job slabs of frames reused in LIFO order. Forks are
+//     private first and published to the deque on demand, when some worker is hungry
+//     ("Publish on demand" in the Task documentation). Thieves always get the oldest,
+//     biggest pending fork. A join of a stolen fork runs other work while it waits
+//     (steal, spin, yield) and parks only when there is nothing to do.
+//   - Guests (Pool.Call): a goroutine from outside becomes a guest worker for the
+//     duration of its call, as the seeds' main_worker: no hand-off, and its forks can be
+//     stolen like a worker's.
+//
+// The Promela models in spin/ check the sleep protocol: a posted job is always taken,
+// and a variant where the sleeper saves the JEC before its toggle is rejected.
 package blitz

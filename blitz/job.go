@@ -1,0 +1,227 @@
+package blitz
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/blitzgo/blitz/shared/lockfree"
+)
+
+// job is the header every unit of work starts with: a forked frame, an injected call, a
+// spawned scope task, a broadcast share. It is the seeds' Job (a handler pointer) plus
+// what Go needs because a job cannot live on a goroutine stack (DESIGN.md, decision 2).
+//
+// The typed containers embed job as their FIRST field, so a *job converts back to its
+// container with unsafe.Pointer: the Go version of Zig's @fieldParentPtr in seed 001.
+type job struct {
+	// run executes the work with the Task of whoever runs it. A panic escapes run; the
+	// runner (Task.execute) recovers it.
+	run func(t *Task, j *job)
+	// done, when not nil, is called by a runner after run returned or panicked (with the
+	// recovered panic, or nil). Frames leave it nil: their completion is latch.SetDone.
+	done func(j *job, p *PanicError)
+	// latch is set by a thief once it ran a published frame; the owner probes it in
+	// Future.Join. It is reset when the frame is published, never on the private path.
+	latch lockfree.OnceLatch
+	// panic is the panic a thief recovered from run, re-raised by the joiner.
+	panic *PanicError
+	// release gives a frame's slot back to its slab (frames only); used when a panic
+	// unwinds past a fork that was never joined.
+	release func(j *job)
+}
+
+// frame is the storage of one fork of a Job[In, Out]: the seeds' Future(Input, Output)
+// minus the stack. Frames live in a per-Task slab and are reused in LIFO order.
+type frame[In, Out any] struct {
+	job
+	fn   func(*Task, In) Out
+	in   In
+	out  Out
+	gen  uint32 // incremented by every Fork of this frame; detects stale Futures
+	slab *slab[In, Out]
+}
+
+// slab is one Task's frames for one Job: frames[0:top] are forked and not yet joined.
+// Each frame is allocated once (its address must stay fixed while a deque holds it), so
+// a fork that does not grow the slab allocates nothing.
+type slab[In, Out any] struct {
+	frames []*frame[In, Out]
+	top    int
+}
+
+// runFrame is frame.job.run: it runs on a thief (or on the owner when it pops its own
+// published frame back, see Future.Join).
+func runFrame[In, Out any](t *Task, j *job) {
+	f := (*frame[In, Out])(unsafe.Pointer(j))
+	f.out = f.fn(t, f.in)
+}
+
+// releaseFrame is frame.job.release.
+func releaseFrame[In, Out any](j *job) {
+	f := (*frame[In, Out])(unsafe.Pointer(j))
+	var zi In
+	var zo Out
+	f.in, f.out, f.job.panic = zi, zo, nil
+	f.slab.top--
+}
+
+func (s *slab[In, Out]) grow() {
+	f := &frame[In, Out]{slab: s}
+	f.job.run = runFrame[In, Out]
+	f.job.release = releaseFrame[In, Out]
+	s.frames = append(s.frames, f)
+}
+
+// jobIDs numbers Jobs so each Task can find its slab for a Job by index.
+var jobIDs atomic.Int32
+
+// Job is the zero-allocation fork/join of the seeds' Future(Input, Output): a slab key
+// declared once, usually as a package-level variable, and used with the function to run:
+//
+//	var fibJob blitz.Job[int, int]
+//
+//	func fib(t *blitz.Task, n int) int {
+//		if n < 2 {
+//			return n
+//		}
+//		f := fibJob.Fork(t, fib, n-1) // maybe run by another worker
+//		b := fib(t, n-2)
+//		return f.Join(t) + b
+//	}
+//
+// Each Task keeps, per Job, a slab of frames reused in LIFO order, so Fork and Join
+// allocate nothing once a Task has reached its deepest nesting for that Job. A frame
+// cannot live on the goroutine stack as in Zig (Go moves stacks; see DESIGN.md), hence
+// the slab. (The function is an argument of Fork rather than a field set by a
+// constructor because a recursive function that refers to its own Job variable would be
+// an initialisation cycle in Go.)
+//
+// The zero value is ready to use. A Job is safe for concurrent use by any number of
+// Tasks and pools; it must not be copied after first use.
+type Job[In, Out any] struct {
+	id atomic.Int32 // slab index + 1; 0 until first use
+}
+
+// slabIndex returns the Job's slab index, numbering the Job on first use.
+func (jb *Job[In, Out]) slabIndex() int {
+	if id := jb.id.Load(); id != 0 {
+		return int(id) - 1
+	}
+	jb.id.CompareAndSwap(0, jobIDs.Add(1))
+	return int(jb.id.Load()) - 1
+}
+
+// Future is the handle of one fork of a Job: join it exactly once, with the Task that
+// forked it, in LIFO order (the most recent unjoined fork of that Task first). It is a
+// small value; copying it is fine, joining a copy twice is not.
+type Future[In, Out any] struct {
+	f   *frame[In, Out]
+	gen uint32
+}
+
+// slabOf returns t's slab for jb, creating it on first use.
+func slabOf[In, Out any](t *Task, jb *Job[In, Out]) *slab[In, Out] {
+	id := jb.slabIndex()
+	if id < len(t.slabs) {
+		if s, ok := t.slabs[id].(*slab[In, Out]); ok {
+			return s
+		}
+	}
+	return newSlab[In, Out](t, id)
+}
+
+//go:noinline
+func newSlab[In, Out any](t *Task, id int) *slab[In, Out] {
+	for len(t.slabs) <= id {
+		t.slabs = append(t.slabs, nil)
+	}
+	s := &slab[In, Out]{}
+	t.slabs[id] = s
+	return s
+}
+
+// Fork starts fn(t, in) as a job that another worker may steal, and returns its Future.
+// The caller must Join the Future with the same Task before its own function returns.
+// It panics if fn is nil.
+//
+// The fork is private at first: it costs a few plain memory writes and becomes visible
+// to thieves only when some worker is hungry (see the package documentation, "Publish on
+// demand"). Fork never allocates once the Task's slab for jb is deep enough.
+func (jb *Job[In, Out]) Fork(t *Task, fn func(t *Task, in In) Out, in In) Future[In, Out] {
+	if fn == nil {
+		panic("blitz: Job.Fork: nil function")
+	}
+	s := slabOf(t, jb)
+	if s.top == len(s.frames) {
+		s.grow()
+	}
+	f := s.frames[s.top]
+	s.top++
+	f.fn = fn
+	f.in = in
+	f.gen++
+	t.pushFrame(&f.job)
+	return Future[In, Out]{f: f, gen: f.gen}
+}
+
+// Fork is jb.Fork(t, fn, in), for readers who prefer the function form.
+func Fork[In, Out any](t *Task, jb *Job[In, Out], fn func(t *Task, in In) Out, in In) Future[In, Out] {
+	return jb.Fork(t, fn, in)
+}
+
+// Join waits for the forked job and returns its result. If nobody stole the job, Join
+// runs it now on the calling goroutine (a plain function call); if it was stolen, Join
+// runs other work while it waits (see Task.waitFor).
+//
+// A panic in the job, when a thief ran it, is re-raised here as a *PanicError carrying
+// the thief's stack. When the job runs inline its panic simply propagates; the nearest
+// enclosing blitz boundary (Call, Join, Scope, a worker) wraps it into a *PanicError.
+//
+// Join panics if the Future is not the Task's most recent unjoined fork (joins must be
+// LIFO), was already joined, or belongs to another Task.
+func (fu Future[In, Out]) Join(t *Task) Out {
+	f := fu.f
+	d := t.depth - 1
+	if d < 0 || f == nil || t.stack[d] != &f.job || f.gen != fu.gen {
+		panic(errJoinOrder)
+	}
+	t.depth = d
+	if d >= t.pub {
+		// Private: nobody else can have seen it. Free the slot first, so fn's own forks
+		// reuse it (the input is already copied out).
+		in, fn := f.in, f.fn
+		var zero In
+		f.in = zero // do not keep the input reachable from a parked frame
+		f.slab.top--
+		return fn(t, in)
+	}
+	return joinPublished(t, f, d)
+}
+
+// joinPublished joins a frame that was pushed to t's deque: either it is still there
+// (then it is the bottom item, because published frames are a prefix of the frame stack
+// in fork order) or a thief took it.
+func joinPublished[In, Out any](t *Task, f *frame[In, Out], d int) Out {
+	t.pub = d
+	if got := t.deque.Pop(); got != nil {
+		if got != &f.job {
+			panic("blitz: internal error: deque bottom is not the frame being joined")
+		}
+		t.countExecuted()
+		in, fn := f.in, f.fn
+		var zero In
+		f.in = zero
+		f.slab.top--
+		return fn(t, in)
+	}
+	t.waitFor(&f.job)
+	out, p := f.out, f.job.panic
+	f.job.release(&f.job)
+	if p != nil {
+		panic(p)
+	}
+	return out
+}
+
+// Unit is the empty result of jobs that return nothing.
+type Unit = struct{}

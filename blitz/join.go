@@ -1,0 +1,171 @@
+package blitz
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// The closure API is built on the same frames as Job/Future: internal Jobs whose input
+// is the closure (or the slice of closures) to run. Join itself allocates nothing, but
+// Go's escape analysis is static: a closure stored in a frame that another worker may
+// run escapes to the heap, so a closure that captures variables costs its caller one
+// allocation (and the captured variables may move to the heap). Code that needs zero
+// allocations per fork uses NewJob.
+
+var (
+	closureJob Job[func(*Task), *PanicError]
+	sliceJob   Job[[]func(*Task), *PanicError]
+	tryJob     Job[tryArgs, *PanicError]
+)
+
+func runClosure(t *Task, f func(*Task)) *PanicError { return t.protectCall(f) }
+
+type tryArgs struct {
+	fns  []func(*Task) error
+	errs []error
+}
+
+// joinCatch joins fu, turning a panic of the joined work into a returned *PanicError
+// (after cleaning up the frames it left behind).
+func joinCatch[In, Out any](t *Task, fu Future[In, Out]) (out Out, pe *PanicError) {
+	d0 := t.depth - 1
+	defer func() {
+		if r := recover(); r != nil {
+			t.unwindTo(d0)
+			pe = wrapPanic(r)
+		}
+	}()
+	return fu.Join(t), nil
+}
+
+func firstPanic(ps ...*PanicError) *PanicError {
+	for _, p := range ps {
+		if p != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// Join runs a and b, potentially in parallel, and returns when both have finished: b is
+// forked (another worker may steal it), a runs on the calling goroutine, then Join waits
+// for b (running it here if nobody took it). Both always run to completion. If either
+// panics, Join re-raises the panic as a *PanicError after both finished; a's panic wins
+// if both panic.
+func Join(t *Task, a, b func(t *Task)) {
+	fb := closureJob.Fork(t, runClosure, b)
+	pa := t.protectCall(a)
+	pb, pj := joinCatch(t, fb)
+	if p := firstPanic(pa, pb, pj); p != nil {
+		panic(p)
+	}
+}
+
+// Join2 is Join for two functions with results.
+func Join2[A, B any](t *Task, a func(t *Task) A, b func(t *Task) B) (A, B) {
+	var ra A
+	var rb B
+	Join(t, func(t *Task) { ra = a(t) }, func(t *Task) { rb = b(t) })
+	return ra, rb
+}
+
+// JoinN runs every fn, potentially in parallel, and returns when all have finished. It
+// splits the list in halves recursively, so a thief takes half of the remaining work at
+// a time. All functions run even if some panic; the panic of the lowest index is
+// re-raised as a *PanicError after all finished.
+func JoinN(t *Task, fns ...func(t *Task)) {
+	if p := runAll(t, fns); p != nil {
+		panic(p)
+	}
+}
+
+func runAll(t *Task, fns []func(*Task)) *PanicError {
+	switch len(fns) {
+	case 0:
+		return nil
+	case 1:
+		return t.protectCall(fns[0])
+	}
+	mid := len(fns) / 2
+	hi := sliceJob.Fork(t, runAll, fns[mid:])
+	plo := runAll(t, fns[:mid])
+	phi, pj := joinCatch(t, hi)
+	return firstPanic(plo, phi, pj)
+}
+
+// TryJoin runs every fn like JoinN and waits for all of them (an error does not stop
+// the others). It returns the first non-nil error in argument order, or nil. Panics are
+// re-raised as in JoinN, after all finished.
+func TryJoin(t *Task, fns ...func(t *Task) error) error {
+	errs := make([]error, len(fns))
+	if p := runTry(t, tryArgs{fns, errs}); p != nil {
+		panic(p)
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runTry(t *Task, a tryArgs) *PanicError {
+	switch len(a.fns) {
+	case 0:
+		return nil
+	case 1:
+		return t.protectErr(a.fns[0], &a.errs[0])
+	}
+	mid := len(a.fns) / 2
+	hi := tryJob.Fork(t, runTry, tryArgs{a.fns[mid:], a.errs[mid:]})
+	plo := runTry(t, tryArgs{a.fns[:mid], a.errs[:mid]})
+	phi, pj := joinCatch(t, hi)
+	return firstPanic(plo, phi, pj)
+}
+
+// protectErr runs f(t) like protectCall, storing its error in *err.
+func (t *Task) protectErr(f func(*Task) error, err *error) (pe *PanicError) {
+	d0 := t.depth
+	defer func() {
+		if r := recover(); r != nil {
+			t.unwindTo(d0)
+			pe = wrapPanic(r)
+		}
+	}()
+	*err = f(t)
+	if t.depth != d0 {
+		panic(errUnjoined)
+	}
+	return nil
+}
+
+// TryJoinContext is TryJoin with cancellation, in the manner of errgroup.WithContext.
+// Every fn receives a context derived from ctx that is cancelled as soon as one fn
+// returns an error (or ctx is cancelled). A fn that has not started by then is skipped:
+// it never runs. TryJoinContext waits for the functions that did start, then returns the
+// first error to occur (in time; the one that cancelled the others), or ctx's error if
+// ctx was cancelled and no fn failed, or nil.
+func TryJoinContext(ctx context.Context, t *Task, fns ...func(ctx context.Context, t *Task) error) error {
+	ctx2, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var first atomic.Pointer[error]
+	wrapped := make([]func(*Task) error, len(fns))
+	for i, fn := range fns {
+		wrapped[i] = func(t *Task) error {
+			if ctx2.Err() != nil {
+				return nil // cancelled before it started: skip
+			}
+			err := fn(ctx2, t)
+			if err != nil {
+				first.CompareAndSwap(nil, &err)
+				cancel(err)
+			}
+			return err
+		}
+	}
+	_ = TryJoin(t, wrapped...)
+	if e := first.Load(); e != nil {
+		return *e
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package blitz
+
+const raceEnabled = false

@@ -1,0 +1,104 @@
+package blitz
+
+import (
+	"testing"
+	"time"
+
+	"github.com/blitzgo/blitz/shared/lockfree"
+)
+
+func TestCountersLayoutMatchesLockfree(t *testing.T) {
+	var c jecCounters
+	c.addInactive()
+	c.addInactive()
+	c.incrementJECIfSleepy()
+	v := c.load()
+	if !c.tryAddSleeping(v) {
+		t.Fatal("tryAddSleeping failed on an unchanged value")
+	}
+	v = c.load()
+	if s, i, j := lockfree.ExtractSleeping(v), lockfree.ExtractInactive(v), lockfree.ExtractJEC(v); s != 1 || i != 2 || j != 1 {
+		t.Fatalf("lockfree decodes sleeping=%d inactive=%d jec=%d, want 1 2 1", s, i, j)
+	}
+	// Posters toggle even->odd only; announcing goes odd->even and returns the new JEC.
+	if got := lockfree.ExtractJEC(c.incrementJECIfSleepy()); got != 1 {
+		t.Fatalf("incrementJECIfSleepy on odd changed the JEC to %d", got)
+	}
+	if got := c.announceSleepy(); got != 2 {
+		t.Fatalf("announceSleepy returned %d, want 2 (the value after the toggle)", got)
+	}
+	if got := c.announceSleepy(); got != 2 {
+		t.Fatalf("announceSleepy on even returned %d, want unchanged 2", got)
+	}
+	if got := lockfree.ExtractJEC(c.incrementJECIfSleepy()); got != 3 {
+		t.Fatalf("incrementJECIfSleepy on even returned JEC %d, want 3", got)
+	}
+	if w := c.subInactive(); w != 1 {
+		t.Fatalf("subInactive asks to wake %d, want min(sleeping=1, 2)", w)
+	}
+	c.subSleeping()
+	if v := c.load(); lockfree.ExtractSleeping(v) != 0 || lockfree.ExtractInactive(v) != 1 {
+		t.Fatalf("after sub: %x", v)
+	}
+}
+
+// waitAllAsleep waits until every worker of p is blocked in the sleep protocol.
+func waitAllAsleep(tb testing.TB, p *Pool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for int(lockfree.ExtractSleeping(p.counters.load())) != len(p.workers) {
+		if time.Now().After(deadline) {
+			v := p.counters.load()
+			tb.Fatalf("workers did not all fall asleep: sleeping=%d inactive=%d of %d",
+				lockfree.ExtractSleeping(v), lockfree.ExtractInactive(v), len(p.workers))
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// TestSleepyPoolWakesForNewWork posts work after every worker fell asleep, many times:
+// a lost wake-up shows as a timeout, not a hang.
+func TestSleepyPoolWakesForNewWork(t *testing.T) {
+	rounds := 10000
+	if testing.Short() || raceEnabled {
+		rounds = 2000
+	}
+	for _, w := range []int{1, 2, 3} {
+		p := newPool(t, Config{Workers: w, SpinRounds: 2})
+		ran := make(chan int, 1)
+		for r := 0; r < rounds; r++ {
+			waitAllAsleep(t, p)
+			p.Go(func(t *Task) { ran <- t.WorkerIndex() })
+			select {
+			case i := <-ran:
+				if i < 0 || i >= w {
+					t.Fatalf("injected job ran on worker %d", i)
+				}
+			case <-time.After(10 * time.Second):
+				v := p.counters.load()
+				t.Fatalf("workers=%d round %d: posted job not taken within 10s (lost wake-up); sleeping=%d inactive=%d jec=%d",
+					w, r, lockfree.ExtractSleeping(v), lockfree.ExtractInactive(v), lockfree.ExtractJEC(v))
+			}
+		}
+		if s := p.Stats(); s.Wakes == 0 || s.Sleeps == 0 {
+			t.Fatalf("no sleeps/wakes recorded: %+v", s)
+		}
+	}
+}
+
+// TestForkWakesSleepers checks that a fork by a running job wakes sleeping workers
+// (publish on demand counts sleepers as hungry).
+func TestForkWakesSleepers(t *testing.T) {
+	p := newPool(t, Config{Workers: 2, SpinRounds: 2})
+	for r := 0; r < 50; r++ {
+		waitAllAsleep(t, p)
+		before := p.Stats().Stolen
+		within(t, 20*time.Second, "fib on a sleeping pool", func() {
+			Call(p, func(t *Task) int { return fib(t, 20) })
+		})
+		if p.Stats().Stolen > before {
+			return
+		}
+	}
+	t.Fatal("in 50 calls on a sleeping pool, workers never stole a fork")
+}
