@@ -1,0 +1,5 @@
+//go:build race
+
+package blitzio
+
+const raceEnabled = true
