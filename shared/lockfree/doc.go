@@ -20,9 +20,31 @@
 //   - [CoreLatch]: the worker sleep handshake of the fork-join pool.
 //   - [TreiberStack]: a lock-free stack for work injected from outside a pool.
 //   - [AtomicCounters]: one uint64 packing the sleeping and inactive worker counts and
-//     the jobs event counter (JEC) of the sleep protocol.
+//     the jobs event counter (JEC) of the sleep protocol, with the JEC toggles
+//     [AtomicCounters.IncrementJECIfSleepy] and [AtomicCounters.IncrementJECIfActive].
 //   - [SpinWait], [CachePad] and the padded atomics, and [XorShift64Star] for victim
 //     selection.
+//
+// # How it is proven
+//
+// Every type has unit tests, and the concurrent ones stress tests that run far more
+// goroutines than cores and check the outcome exactly: the deque and the Treiber stack
+// deliver each of a million numbered items exactly once; the latches survive 100,000
+// set/wait races, where a lost wake fails the test by timeout instead of hanging it.
+// FuzzDeque and FuzzTreiberStack compare long operation sequences with a slice. The
+// Chase-Lev deque and OnceLatch are also modelled in Promela (directory spin) and
+// checked exhaustively by the spin model checker, next to deliberately broken variants
+// that spin must reject, so the checks are seen to bite.
+//
+// # Cost
+//
+// On x86-64 every Go atomic store or read-modify-write is a locked instruction (XCHG,
+// LOCK CMPXCHG) costing several nanoseconds, and Go has no release-only store. The
+// deque's owner therefore pays three of them per Push and Pop pair (the slot and
+// bottom stores of Push, and the fence or the last-item CAS of Pop), which bounds a
+// push+pop pair near 20 ns; loads are plain MOVs, so an empty Pop, a Probe or a failed
+// Steal cost about a nanosecond. See BenchmarkDequePushPop and the blitzbench lockfree
+// suite for the figures against a mutex-guarded slice and a channel.
 //
 // A scheduler's find-work loop built from these pieces looks like this:
 //

@@ -50,10 +50,10 @@ func waitOrFail(t *testing.T, done <-chan struct{}, what string) {
 // stays within the CI budget; the plain `go test` run keeps the full size.
 func scale(n int) int {
 	if raceEnabled {
-		n /= 4
+		n /= 2
 	}
 	if testing.Short() {
-		n /= 10
+		n /= 20
 	}
 	return max(n, 1)
 }
