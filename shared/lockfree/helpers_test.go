@@ -53,7 +53,7 @@ func scale(n int) int {
 		n /= 2
 	}
 	if testing.Short() {
-		n /= 20
+		n /= 10
 	}
 	return max(n, 1)
 }
