@@ -211,7 +211,8 @@ func FormatRatio(r float64, higherIsBetter bool) string {
 	return fmt.Sprintf("%.2fx %s", r, worse)
 }
 
-// formatValue prints a figure with about three significant digits.
+// formatValue prints a figure with about three significant digits and a fixed number
+// of decimals per magnitude, so the figures of a column line up.
 func formatValue(v float64) string {
 	switch a := math.Abs(v); {
 	case a == 0:
@@ -220,6 +221,8 @@ func formatValue(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	case a >= 10:
 		return fmt.Sprintf("%.1f", v)
+	case a >= 0.1:
+		return fmt.Sprintf("%.2f", v)
 	default:
 		return fmt.Sprintf("%.3g", v)
 	}
