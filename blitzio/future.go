@@ -25,10 +25,11 @@ type Future[T any] interface {
 
 // Dropper is implemented by futures that must release something when they are abandoned
 // before finishing (Go has no destructors). The runtime calls Drop on a task's future
-// when the task finishes or is cancelled; combinators call it on children they abandon
-// (the losers of a select, the rest of a failed TryJoin, the inner future of an expired
-// Timeout). Drop must be idempotent and must not block. A dropped future is never polled
-// again.
+// when the task is cancelled (Abort, Shutdown) or its Poll panicked; combinators call it
+// on children they abandon (the losers of a select, the rest of a failed TryJoin, the
+// inner future of an expired Timeout). A future that finishes normally releases what it
+// holds itself and is not dropped. Drop must be idempotent and must not block. A dropped
+// future is never polled again. A poll-function future gets a Drop with WithDrop.
 type Dropper interface {
 	Drop()
 }
@@ -195,6 +196,26 @@ func (f PollFunc[T]) Poll(cx *Context) (T, bool) { return f(cx) }
 // PollFn returns a future whose Poll is f. It is PollFunc[T](f) with the type argument
 // inferred.
 func PollFn[T any](f func(cx *Context) (T, bool)) PollFunc[T] { return PollFunc[T](f) }
+
+type withDrop[T any] struct {
+	Future[T]
+	drop func()
+	once bool
+}
+
+func (w *withDrop[T]) Drop() {
+	if !w.once {
+		w.once = true
+		w.drop()
+	}
+}
+
+// WithDrop returns f with a Drop method that calls drop once: how a future written as a
+// poll function releases the futures it holds (a Sleep, an Interval) when its task is
+// aborted.
+func WithDrop[T any](f Future[T], drop func()) Future[T] {
+	return &withDrop[T]{Future: f, drop: drop}
+}
 
 type lazyFuture[T any] struct{ f func() T }
 

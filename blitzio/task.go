@@ -85,15 +85,17 @@ func (t *task[F, T]) poll(cx *Context) (done bool) {
 	v, ok := t.fut.Poll(cx)
 	if ok {
 		t.out = v
-		t.dropFuture()
+		var zero F
+		t.fut = zero // release what the future references even if the task object lives on
 	}
 	return ok
 }
 
+// dropFuture abandons an unfinished future: its Drop runs, then it is released.
 func (t *task[F, T]) dropFuture() {
 	f := t.fut
 	var zero F
-	t.fut = zero // release what the future references even if the task object lives on
+	t.fut = zero
 	if d, ok := any(f).(Dropper); ok {
 		d.Drop()
 	}

@@ -226,6 +226,10 @@ func (f *timeoutFuture[T]) Poll(cx *Context) (Result[T], bool) {
 }
 
 func (f *timeoutFuture[T]) Drop() {
+	if f.done {
+		return
+	}
+	f.done = true
 	Drop(f.inner)
 	f.sleep.Drop()
 }
