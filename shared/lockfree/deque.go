@@ -56,7 +56,9 @@ func (r *ring[T]) store(i int64, v *T) { r.slots[i&r.mask].Store(v) }
 //
 // Roles:
 //   - The owner, a single goroutine at a time, calls Push, PushGrow, Pop and
-//     SetOverflow at the bottom end. Push and Pop are wait-free.
+//     SetOverflow at the bottom end. Push and Pop are wait-free. Ownership may pass to
+//     another goroutine only through a synchronising hand-off (a channel, a mutex),
+//     because the owner keeps plain, non-atomic copies of its end.
 //   - Thieves, any number of goroutines, call Steal, StealLoop and StealHalf at the top
 //     end. These are lock-free: a steal that loses a race answers Retry.
 //   - Len, Cap and IsEmpty may be called by anyone; from a thief they are estimates.

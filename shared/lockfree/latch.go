@@ -86,6 +86,13 @@ func (l *OnceLatch) Reset() {
 //	UNSET --GetSleepy--> SLEEPY --FallAsleep--> SLEEPING --WakeUp--> UNSET
 //	  any state --Set--> SET
 //
+// The race it prevents is a Set that lands between the worker's decision to sleep and
+// its block: the worker calls FallAsleep while holding its mutex and blocks with
+// cond.Wait, and a waker whose Set reports SLEEPING takes that mutex before signalling,
+// so the signal cannot fall into the gap; a Set before FallAsleep makes FallAsleep fail.
+// All transitions are CAS or swap on one word, so they are totally ordered. (Model:
+// spin/corelatch.pml, with TestCoreLatchHandshake as the executable version.)
+//
 // The zero value is UNSET.
 type CoreLatch struct {
 	state atomic.Uint32
@@ -125,6 +132,9 @@ func (l *CoreLatch) Reset() { l.state.Store(latchUnset) }
 // good, and Increment after that panics.
 //
 // Increment and Decrement may be called from any goroutine; the zero value has count 0.
+// Everything a goroutine wrote before its Decrement happens before Wait returns (and
+// before Probe reports true): the decrements are read-modify-writes on one atomic word,
+// so the last one sees all earlier ones, and it publishes them through the OnceLatch.
 // Misuse panics with a message naming the rule: Decrement below zero, Increment after
 // the latch was released.
 type CountLatch struct {
