@@ -38,11 +38,11 @@ func TestTreiberStack(t *testing.T) {
 
 // TestTreiberStackStress: pushers push disjoint numbered ranges while poppers take with
 // Pop and, now and then, PopAll; every number must be taken exactly once. 1,000,000
-// values in a plain `go test` run.
+// values per configuration in a plain `go test` run.
 func TestTreiberStackStress(t *testing.T) {
 	for _, cfg := range []struct{ pushers, poppers int }{{1, 1}, {4, 4}, {2, 8}, {8, 2}} {
 		t.Run(fmt.Sprintf("pushers=%d,poppers=%d", cfg.pushers, cfg.poppers), func(t *testing.T) {
-			n := scale(1_000_000) / 4
+			n := scale(1_000_000)
 			per := n / cfg.pushers
 			n = per * cfg.pushers
 			taken := make([]atomic.Int32, n)
