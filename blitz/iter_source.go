@@ -1,0 +1,226 @@
+package blitz
+
+import "strconv"
+
+// Chunked is a slice viewed as consecutive chunks of a fixed size (the last one may be
+// shorter), as returned by Chunks. Its methods and ReduceChunks process the chunks in
+// parallel; one chunk is never split.
+type Chunked[T any] struct {
+	s    []T
+	size int
+}
+
+// Chunks views s as chunks of size elements (the last one shorter if size does not divide
+// len(s)), like slices.Chunk. It panics if size < 1, as slices.Chunk does.
+func Chunks[T any](s []T, size int) Chunked[T] {
+	if size < 1 {
+		panic("blitz: Chunks: size " + strconv.Itoa(size) + " < 1")
+	}
+	return Chunked[T]{s, size}
+}
+
+// Len returns the number of chunks.
+func (c Chunked[T]) Len() int { return (len(c.s) + c.size - 1) / c.size }
+
+// Chunk returns chunk i (capacity clipped, so appending to it cannot overwrite chunk i+1).
+func (c Chunked[T]) Chunk(i int) []T {
+	lo := i * c.size
+	hi := min(lo+c.size, len(c.s))
+	return c.s[lo:hi:hi]
+}
+
+// ForEach calls f(i, chunk) for every chunk in parallel. The grain (WithGrain) counts
+// chunks; the automatic grain aims at leaves of at least a few thousand elements.
+func (c Chunked[T]) ForEach(f func(i int, chunk []T), opts ...Option) {
+	if f == nil {
+		parNil("Chunked.ForEach", "f")
+	}
+	n := c.Len()
+	parFor(parResolve(n, max(1, parMinGrain/c.size), opts), n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			f(i, c.Chunk(i))
+		}
+	})
+}
+
+// ReduceChunks maps every chunk of c with f and folds the results with combine in chunk
+// order; it returns identity when there are no chunks.
+func ReduceChunks[T, R any](c Chunked[T], identity R, f func(i int, chunk []T) R, combine func(a, b R) R, opts ...Option) R {
+	if f == nil {
+		parNil("ReduceChunks", "f")
+	}
+	if combine == nil {
+		parNil("ReduceChunks", "combine")
+	}
+	n := c.Len()
+	return parMapReduce(parResolve(n, max(1, parMinGrain/c.size), opts), n, identity, func(lo, hi int) R {
+		acc := f(lo, c.Chunk(lo))
+		for i := lo + 1; i < hi; i++ {
+			acc = combine(acc, f(i, c.Chunk(i)))
+		}
+		return acc
+	}, combine)
+}
+
+// Zipped pairs two slices of the same length element by element, as returned by Zip.
+type Zipped[A, B any] struct {
+	a []A
+	b []B
+}
+
+// Zip pairs a[i] with b[i]. It panics if len(a) != len(b).
+func Zip[A, B any](a []A, b []B) Zipped[A, B] {
+	if len(a) != len(b) {
+		parLenMismatch("Zip", "a", "b", len(a), len(b))
+	}
+	return Zipped[A, B]{a, b}
+}
+
+// Len returns the number of pairs.
+func (z Zipped[A, B]) Len() int { return len(z.a) }
+
+// ForEach calls f(i, a[i], b[i]) for every index, in parallel.
+func (z Zipped[A, B]) ForEach(f func(i int, a A, b B), opts ...Option) {
+	if f == nil {
+		parNil("Zipped.ForEach", "f")
+	}
+	parFor(parResolve(len(z.a), parMinGrain, opts), len(z.a), func(lo, hi int) {
+		b := z.b[lo:hi]
+		for i, x := range z.a[lo:hi] {
+			f(lo+i, x, b[i])
+		}
+	})
+}
+
+// ZipMapReduce maps every pair with f and folds the results with combine in index order,
+// each leaf starting from identity (see MapReduce).
+func ZipMapReduce[A, B, R any](z Zipped[A, B], identity R, f func(a A, b B) R, combine func(x, y R) R, opts ...Option) R {
+	if f == nil {
+		parNil("ZipMapReduce", "f")
+	}
+	if combine == nil {
+		parNil("ZipMapReduce", "combine")
+	}
+	return parMapReduce(parResolve(len(z.a), parMinGrain, opts), len(z.a), identity, func(lo, hi int) R {
+		acc := identity
+		b := z.b[lo:hi]
+		for i, x := range z.a[lo:hi] {
+			acc = combine(acc, f(x, b[i]))
+		}
+		return acc
+	}, combine)
+}
+
+// ZipDot returns the dot product of the two slices of z (see Dot).
+func ZipDot[T Number](z Zipped[T, T], opts ...Option) T { return Dot(z.a, z.b, opts...) }
+
+// Chained is two slices seen as one sequence, a followed by b, as returned by Chain.
+type Chained[T any] struct {
+	a, b []T
+}
+
+// Chain returns a followed by b as one parallel source, without copying.
+func Chain[T any](a, b []T) Chained[T] { return Chained[T]{a, b} }
+
+// Len returns len(a) + len(b).
+func (c Chained[T]) Len() int { return len(c.a) + len(c.b) }
+
+// At returns element i of the chain.
+func (c Chained[T]) At(i int) T {
+	if i < len(c.a) {
+		return c.a[i]
+	}
+	return c.b[i-len(c.a)]
+}
+
+// span calls f on the pieces of [lo, hi) that lie in a and in b, with their chain index.
+func (c Chained[T]) span(lo, hi int, f func(base int, s []T)) {
+	na := len(c.a)
+	if lo < na {
+		f(lo, c.a[lo:min(hi, na)])
+	}
+	if hi > na {
+		f(max(lo, na), c.b[max(lo, na)-na:hi-na])
+	}
+}
+
+// ForEach calls f(i, v) for every element of the chain (i counts across both slices), in
+// parallel.
+func (c Chained[T]) ForEach(f func(i int, v T), opts ...Option) {
+	if f == nil {
+		parNil("Chained.ForEach", "f")
+	}
+	n := c.Len()
+	parFor(parResolve(n, parMinGrain, opts), n, func(lo, hi int) {
+		c.span(lo, hi, func(base int, s []T) {
+			for i, v := range s {
+				f(base+i, v)
+			}
+		})
+	})
+}
+
+// ChainMapReduce maps every element of the chain with f and folds with combine in order,
+// each leaf starting from identity (see MapReduce).
+func ChainMapReduce[T, R any](c Chained[T], identity R, f func(T) R, combine func(a, b R) R, opts ...Option) R {
+	if f == nil {
+		parNil("ChainMapReduce", "f")
+	}
+	if combine == nil {
+		parNil("ChainMapReduce", "combine")
+	}
+	n := c.Len()
+	return parMapReduce(parResolve(n, parMinGrain, opts), n, identity, func(lo, hi int) R {
+		acc := identity
+		c.span(lo, hi, func(_ int, s []T) {
+			for _, v := range s {
+				acc = combine(acc, f(v))
+			}
+		})
+		return acc
+	}, combine)
+}
+
+// IntRange is the half-open integer range [Lo, Hi) as a parallel source, as returned by
+// Range.
+type IntRange struct {
+	Lo, Hi int
+}
+
+// Range returns the parallel source [lo, hi); it is empty if hi <= lo.
+func Range(lo, hi int) IntRange { return IntRange{lo, hi} }
+
+// Len returns the number of integers in the range.
+func (r IntRange) Len() int { return max(0, r.Hi-r.Lo) }
+
+// ForEach calls f(i) for every i in the range, in parallel.
+func (r IntRange) ForEach(f func(i int), opts ...Option) {
+	if f == nil {
+		parNil("IntRange.ForEach", "f")
+	}
+	n := r.Len()
+	parFor(parResolve(n, parMinGrain, opts), n, func(lo, hi int) {
+		for i := r.Lo + lo; i < r.Lo+hi; i++ {
+			f(i)
+		}
+	})
+}
+
+// RangeReduce maps every i in r with f and folds with combine in order, each leaf starting
+// from identity; identity is returned for an empty range.
+func RangeReduce[R any](r IntRange, identity R, f func(i int) R, combine func(a, b R) R, opts ...Option) R {
+	if f == nil {
+		parNil("RangeReduce", "f")
+	}
+	if combine == nil {
+		parNil("RangeReduce", "combine")
+	}
+	n := r.Len()
+	return parMapReduce(parResolve(n, parMinGrain, opts), n, identity, func(lo, hi int) R {
+		acc := identity
+		for i := r.Lo + lo; i < r.Lo+hi; i++ {
+			acc = combine(acc, f(i))
+		}
+		return acc
+	}, combine)
+}

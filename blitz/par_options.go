@@ -1,0 +1,193 @@
+package blitz
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// Option configures one call of a parallel loop, reduction, slice function or sort.
+//
+// Every parallel function takes a trailing opts ...Option, so the same function runs on the
+// default pool or on an explicit one, with the automatic grain or a chosen one:
+//
+//	blitz.Sum(s)                                  // default pool, automatic grain
+//	blitz.Sum(s, blitz.WithPool(p))               // explicit *Pool
+//	blitz.ForEach(s, f, blitz.WithGrain(1))       // one element per leaf: expensive f
+//
+// Option is a small value type (not a closure), so passing options does not allocate; the
+// variadic slice does not escape. Later options override earlier ones.
+type Option struct {
+	pool  *Pool
+	grain int
+}
+
+// WithPool runs the call on p instead of the default pool (Default). A nil p means the
+// default pool.
+func WithPool(p *Pool) Option { return Option{pool: p} }
+
+// WithGrain sets the leaf size: ranges of at most n elements run sequentially inside one
+// task and are never split further. It overrides the automatic grain, which splits the input
+// into about eight leaves per worker but never below a minimum that keeps a leaf worth a
+// fork (parMinGrain elements for user functions, more for the built-in cheap leaves such
+// as Sum). Use a small grain (even 1) when each element is expensive. WithGrain panics if
+// n < 1.
+func WithGrain(n int) Option {
+	if n < 1 {
+		panic(fmt.Sprintf("blitz: WithGrain: grain %d < 1", n))
+	}
+	return Option{grain: n}
+}
+
+const (
+	// parMinGrain is the smallest automatic leaf for calls that run a user function per
+	// element: a fork, steal and join through the closure API costs about a microsecond, so a
+	// leaf of cheap per-element work should be at least that long.
+	parMinGrain = 1024
+	// parMinGrainCheap is the smallest automatic leaf for the built-in leaves that touch one
+	// word per element in a few cycles (Sum, Min, Count of a comparable value, Fill...).
+	parMinGrainCheap = 16384
+	// parLeavesPerWorker is how many leaves the automatic grain aims for per worker: more
+	// than one so that a worker slowed down by the (shared) machine is balanced by stealing.
+	parLeavesPerWorker = 8
+)
+
+// parCall is the resolved configuration of one parallel call.
+type parCall struct {
+	pool    *Pool
+	grain   int  // leaf size (>= 1)
+	workers int  // pool's worker count
+	seq     bool // run sequentially on the caller's goroutine
+}
+
+// parResolve resolves opts for an input of n elements whose automatic leaf must be at least
+// minGrain elements.
+func parResolve(n, minGrain int, opts []Option) parCall {
+	var c parCall
+	for i := range opts {
+		if opts[i].pool != nil {
+			c.pool = opts[i].pool
+		}
+		if opts[i].grain > 0 {
+			c.grain = opts[i].grain
+		}
+	}
+	if c.pool == nil {
+		c.pool = Default()
+	}
+	c.workers = c.pool.NumWorkers()
+	if c.grain == 0 {
+		g := (n + c.workers*parLeavesPerWorker - 1) / (c.workers * parLeavesPerWorker)
+		c.grain = max(g, minGrain)
+	}
+	c.seq = n <= c.grain || c.workers <= 1
+	return c
+}
+
+// parState is shared by all leaves of one parallel call. stop is both the early-exit flag
+// and the panic fuse: it is checked at every split point and before every leaf, and inside
+// the built-in leaves every few thousand elements, so once it is set no new work starts.
+type parState struct {
+	stop  atomic.Bool
+	grain int
+}
+
+// parRun runs leaf over [lo, hi) split in halves down to the grain. The left half runs on
+// the current worker and the right half is offered to thieves, so leaves start roughly in
+// index order (FindFirst relies on that for a quick exit).
+func (st *parState) parRun(t *Task, lo, hi int, leaf func(lo, hi int)) {
+	for hi-lo > st.grain {
+		if st.stop.Load() {
+			return
+		}
+		mid := int(uint(lo+hi) >> 1)
+		l := lo
+		Join(t,
+			func(t *Task) { st.parRun(t, l, mid, leaf) },
+			func(t *Task) { st.parRun(t, mid, hi, leaf) })
+		return
+	}
+	if st.stop.Load() {
+		return
+	}
+	st.leaf(lo, hi, leaf)
+}
+
+// leaf runs one leaf and blows the fuse if it panics. It deliberately does not recover: the
+// panic keeps unwinding with the user's frames on the stack, so the pool's recover (which
+// wraps it in *PanicError) records the child's stack, while the fuse makes the siblings stop
+// starting new leaves before the joiner re-raises.
+func (st *parState) leaf(lo, hi int, leaf func(lo, hi int)) {
+	ok := false
+	defer func() {
+		if !ok {
+			st.stop.Store(true)
+		}
+	}()
+	leaf(lo, hi)
+	ok = true
+}
+
+// parReduce is parRun for leaves that return a value. After the stop flag is set the
+// result is discarded by the caller (error or panic), so stopped branches return the zero
+// value without calling combine.
+func parReduce[R any](t *Task, st *parState, lo, hi int, leaf func(lo, hi int) R, combine func(a, b R) R) R {
+	if hi-lo > st.grain {
+		var zero R
+		if st.stop.Load() {
+			return zero
+		}
+		mid := int(uint(lo+hi) >> 1)
+		a, b := Join2(t,
+			func(t *Task) R { return parReduce(t, st, lo, mid, leaf, combine) },
+			func(t *Task) R { return parReduce(t, st, mid, hi, leaf, combine) })
+		if st.stop.Load() {
+			return zero
+		}
+		return combine(a, b)
+	}
+	var r R
+	if st.stop.Load() {
+		return r
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			st.stop.Store(true)
+		}
+	}()
+	r = leaf(lo, hi)
+	ok = true
+	return r
+}
+
+// parFor runs leaf over [0, n) with the resolved call c: sequentially on the caller's
+// goroutine for small inputs, else on the pool.
+func parFor(c parCall, n int, leaf func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	if c.seq {
+		leaf(0, n)
+		return
+	}
+	st := &parState{grain: c.grain}
+	c.pool.Call(func(t *Task) { st.parRun(t, 0, n, leaf) })
+}
+
+// parMapReduce is parFor with a result; identity is the result for n == 0.
+func parMapReduce[R any](c parCall, n int, identity R, leaf func(lo, hi int) R, combine func(a, b R) R) R {
+	if n <= 0 {
+		return identity
+	}
+	if c.seq {
+		return leaf(0, n)
+	}
+	st := &parState{grain: c.grain}
+	return Call(c.pool, func(t *Task) R { return parReduce(t, st, 0, n, leaf, combine) })
+}
+
+// parNil panics with a message naming a nil function argument, as package slices would
+// report a nil function (by a nil dereference) but clearer.
+func parNil(fn, arg string) {
+	panic("blitz: " + fn + ": " + arg + " is nil")
+}

@@ -1,0 +1,168 @@
+package blitz
+
+import "sync"
+
+// Reduce computes mapRange on disjoint subranges [lo, hi) covering [0, n) in parallel and
+// folds the partial results with combine, in index order: combine(left, right) always
+// receives the result of the lower subrange first, so combine only needs to be associative,
+// not commutative. Reduce returns identity when n <= 0 (identity is not otherwise used;
+// mapRange produces each leaf's value). It is the Go form of the reference's parallelReduce.
+//
+// Panics in mapRange or combine re-raise in the caller as described on For.
+func Reduce[R any](n int, identity R, mapRange func(lo, hi int) R, combine func(a, b R) R, opts ...Option) R {
+	if mapRange == nil {
+		parNil("Reduce", "mapRange")
+	}
+	if combine == nil {
+		parNil("Reduce", "combine")
+	}
+	return parMapReduce(parResolve(n, parMinGrain, opts), n, identity, mapRange, combine)
+}
+
+// MapReduce maps every element of s with mapFn and folds the results with combine, starting
+// each leaf from identity: the sequential definition is
+//
+//	acc := identity
+//	for _, v := range s { acc = combine(acc, mapFn(v)) }
+//
+// identity must be a neutral element of combine (it is used once per leaf) and combine must
+// be associative; the fold keeps index order.
+func MapReduce[T, R any](s []T, identity R, mapFn func(T) R, combine func(a, b R) R, opts ...Option) R {
+	if mapFn == nil {
+		parNil("MapReduce", "mapFn")
+	}
+	if combine == nil {
+		parNil("MapReduce", "combine")
+	}
+	return parMapReduce(parResolve(len(s), parMinGrain, opts), len(s), identity, func(lo, hi int) R {
+		acc := identity
+		for _, v := range s[lo:hi] {
+			acc = combine(acc, mapFn(v))
+		}
+		return acc
+	}, combine)
+}
+
+// MapReduceChunked is the chunked variant of MapReduce: mapChunk receives whole leaves
+// (consecutive subslices of s, at most one grain long) and returns their partial result,
+// which lets it use a fast inner loop; the partials are folded with combine in index order.
+// It returns identity for an empty s.
+func MapReduceChunked[T, R any](s []T, identity R, mapChunk func(chunk []T) R, combine func(a, b R) R, opts ...Option) R {
+	if mapChunk == nil {
+		parNil("MapReduceChunked", "mapChunk")
+	}
+	if combine == nil {
+		parNil("MapReduceChunked", "combine")
+	}
+	return parMapReduce(parResolve(len(s), parMinGrain, opts), len(s), identity, func(lo, hi int) R {
+		return mapChunk(s[lo:hi:hi])
+	}, combine)
+}
+
+// parFirstErr records the first error reported by any leaf and trips the stop flag.
+type parFirstErr struct {
+	st   parState
+	once sync.Once
+	err  error
+}
+
+func (e *parFirstErr) set(err error) {
+	e.once.Do(func() { e.err = err })
+	e.st.stop.Store(true)
+}
+
+// TryFor is For whose body can fail: the first error (the first one to be reported, in
+// time) stops the remaining leaves from starting and is returned once the leaves already
+// running have returned. Leaves already running are not interrupted; poll nothing, just
+// return the error. TryFor returns nil when every leaf succeeded.
+func TryFor(n int, body func(lo, hi int) error, opts ...Option) error {
+	if body == nil {
+		parNil("TryFor", "body")
+	}
+	if n <= 0 {
+		return nil
+	}
+	c := parResolve(n, parMinGrain, opts)
+	if c.seq {
+		return body(0, n)
+	}
+	e := &parFirstErr{st: parState{grain: c.grain}}
+	c.pool.Call(func(t *Task) {
+		e.st.parRun(t, 0, n, func(lo, hi int) {
+			if err := body(lo, hi); err != nil {
+				e.set(err)
+			}
+		})
+	})
+	return e.err
+}
+
+// TryForEach calls f on every element of s in parallel until one returns an error: that first
+// error (in time) stops the remaining work (leaves check the flag before every element) and
+// is returned. With no error it returns nil after every element was visited.
+func TryForEach[T any](s []T, f func(T) error, opts ...Option) error {
+	if f == nil {
+		parNil("TryForEach", "f")
+	}
+	n := len(s)
+	if n == 0 {
+		return nil
+	}
+	c := parResolve(n, parMinGrain, opts)
+	if c.seq {
+		for _, v := range s {
+			if err := f(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	e := &parFirstErr{st: parState{grain: c.grain}}
+	c.pool.Call(func(t *Task) {
+		e.st.parRun(t, 0, n, func(lo, hi int) {
+			for _, v := range s[lo:hi] {
+				if e.st.stop.Load() {
+					return
+				}
+				if err := f(v); err != nil {
+					e.set(err)
+					return
+				}
+			}
+		})
+	})
+	return e.err
+}
+
+// TryReduce is Reduce whose leaves can fail: the first error (in time) stops the remaining
+// leaves and is returned with the zero R. Without an error it returns what Reduce would.
+func TryReduce[R any](n int, identity R, mapRange func(lo, hi int) (R, error), combine func(a, b R) R, opts ...Option) (R, error) {
+	if mapRange == nil {
+		parNil("TryReduce", "mapRange")
+	}
+	if combine == nil {
+		parNil("TryReduce", "combine")
+	}
+	if n <= 0 {
+		return identity, nil
+	}
+	c := parResolve(n, parMinGrain, opts)
+	if c.seq {
+		return mapRange(0, n)
+	}
+	e := &parFirstErr{st: parState{grain: c.grain}}
+	r := Call(c.pool, func(t *Task) R {
+		return parReduce(t, &e.st, 0, n, func(lo, hi int) R {
+			v, err := mapRange(lo, hi)
+			if err != nil {
+				e.set(err)
+			}
+			return v
+		}, combine)
+	})
+	if e.err != nil {
+		var zero R
+		return zero, e.err
+	}
+	return r, nil
+}

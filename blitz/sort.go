@@ -1,0 +1,278 @@
+package blitz
+
+import (
+	"cmp"
+	"math/bits"
+	"reflect"
+	"slices"
+	"unsafe"
+)
+
+// sortMinGrain: inputs shorter than twice this are sorted sequentially with package slices.
+const sortMinGrain = 1 << 14
+
+// Sort sorts s in ascending order, in parallel, as slices.Sort would (NaNs first, then the
+// other values in order). It is not stable.
+//
+// Integer and float element types (including named types based on them) are sorted with a
+// parallel radix sort (see sort_radix.go), which needs a scratch buffer of len(s) elements;
+// strings use the parallel pattern-defeating quicksort of SortFunc, in place. Already sorted,
+// reversed (non-increasing) and all-equal inputs are detected in one O(n) scan and cost no
+// sort. Small inputs are sorted sequentially.
+func Sort[T cmp.Ordered](s []T, opts ...Option) {
+	c := parResolve(len(s), sortMinGrain, opts)
+	if c.seq {
+		slices.Sort(s)
+		return
+	}
+	kind := reflect.TypeFor[T]().Kind()
+	if kind == reflect.Float32 || kind == reflect.Float64 {
+		s = s[sortNaNsFirst(s):]
+	}
+	if sortedOrReversed(s, func(a, b T) bool { return a < b }) {
+		return
+	}
+	p := unsafe.Pointer(unsafe.SliceData(s))
+	n := len(s)
+	switch kind {
+	case reflect.Uint8:
+		radixSort(c, unsafe.Slice((*uint8)(p), n))
+	case reflect.Int8:
+		radixSigned(c, unsafe.Slice((*uint8)(p), n))
+	case reflect.Uint16:
+		radixSort(c, unsafe.Slice((*uint16)(p), n))
+	case reflect.Int16:
+		radixSigned(c, unsafe.Slice((*uint16)(p), n))
+	case reflect.Uint32:
+		radixSort(c, unsafe.Slice((*uint32)(p), n))
+	case reflect.Int32:
+		radixSigned(c, unsafe.Slice((*uint32)(p), n))
+	case reflect.Float32:
+		radixFloat(c, unsafe.Slice((*uint32)(p), n))
+	case reflect.Uint64:
+		radixSort(c, unsafe.Slice((*uint64)(p), n))
+	case reflect.Int64:
+		radixSigned(c, unsafe.Slice((*uint64)(p), n))
+	case reflect.Float64:
+		radixFloat(c, unsafe.Slice((*uint64)(p), n))
+	case reflect.Uint, reflect.Uintptr, reflect.Int:
+		// int, uint and uintptr are 32 or 64 bits depending on the platform.
+		switch {
+		case unsafe.Sizeof(s[0]) == 4 && kind == reflect.Int:
+			radixSigned(c, unsafe.Slice((*uint32)(p), n))
+		case unsafe.Sizeof(s[0]) == 4:
+			radixSort(c, unsafe.Slice((*uint32)(p), n))
+		case kind == reflect.Int:
+			radixSigned(c, unsafe.Slice((*uint64)(p), n))
+		default:
+			radixSort(c, unsafe.Slice((*uint64)(p), n))
+		}
+	default: // strings
+		sortPdq(c, s, cmp.Compare[T])
+	}
+}
+
+// radixSigned sorts two's complement integers stored in a: flipping the sign bit maps
+// signed order onto unsigned order (math.MinInt64 -> 0), in one parallel pass before the
+// sort and one after.
+func radixSigned[K radixKey](c parCall, a []K) {
+	sign := ^K(0) ^ (^K(0) >> 1)
+	flip := func(lo, hi int) {
+		w := a[lo:hi]
+		for i := range w {
+			w[i] ^= sign
+		}
+	}
+	cf := parResolve(len(a), parMinGrainCheap, []Option{WithPool(c.pool)})
+	parFor(cf, len(a), flip)
+	radixSort(c, a)
+	parFor(cf, len(a), flip)
+}
+
+// radixFloat sorts IEEE 754 floats (no NaNs) stored in a: negative values have all bits
+// flipped and positive ones their sign bit, which maps float order onto unsigned order
+// (-Inf lowest, -0 just below +0); the inverse is applied after the sort.
+func radixFloat[K radixKey](c parCall, a []K) {
+	top := uint(unsafe.Sizeof(a[0]))*8 - 1
+	sign := K(1) << top
+	cf := parResolve(len(a), parMinGrainCheap, []Option{WithPool(c.pool)})
+	parFor(cf, len(a), func(lo, hi int) {
+		w := a[lo:hi]
+		for i, x := range w {
+			w[i] = x ^ (-(x >> top) | sign)
+		}
+	})
+	radixSort(c, a)
+	parFor(cf, len(a), func(lo, hi int) {
+		w := a[lo:hi]
+		for i, x := range w {
+			w[i] = x ^ (((x >> top) - 1) | sign)
+		}
+	})
+}
+
+// sortNaNsFirst moves the NaNs of s (x != x) to its front, where cmp.Compare orders them,
+// and returns how many there are. Moving is an in-place partition: the order among NaNs and
+// among the other values changes, which an unstable sort may do.
+func sortNaNsFirst[T cmp.Ordered](s []T) int {
+	k := 0
+	for i, x := range s {
+		if x != x {
+			s[i], s[k] = s[k], s[i]
+			k++
+		}
+	}
+	return k
+}
+
+// sortedOrReversed reports whether s is already sorted by less; if instead it is
+// non-increasing (reversed, possibly with equal runs) it reverses s and reports true. Both
+// scans stop at the first element that breaks the pattern, so random input pays almost
+// nothing, and sorted, reversed and all-equal inputs cost O(n) instead of a sort.
+func sortedOrReversed[T any](s []T, less func(a, b T) bool) bool {
+	i := 1
+	for i < len(s) && !less(s[i], s[i-1]) {
+		i++
+	}
+	if i >= len(s) {
+		return true
+	}
+	for i = 1; i < len(s) && !less(s[i-1], s[i]); i++ {
+	}
+	if i >= len(s) {
+		parReverse(s)
+		return true
+	}
+	return false
+}
+
+// parReverse reverses s in parallel.
+func parReverse[T any](s []T) {
+	n := len(s)
+	half := n / 2
+	parFor(parResolve(half, parMinGrainCheap, nil), half, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s[i], s[n-1-i] = s[n-1-i], s[i]
+		}
+	})
+}
+
+// sortPdq sorts s with the parallel pattern-defeating quicksort.
+func sortPdq[T any](c parCall, s []T, cmp func(a, b T) int) {
+	lim := bits.Len(uint(len(s))) // as slices: allowed bad pivots before heapsort
+	minPar := min(c.grain, pdqParMin)
+	c.pool.Call(func(t *Task) { pdqsortPdq(t, minPar, s, 0, len(s), lim, cmp) })
+}
+
+// SortFunc sorts s in ascending order as determined by cmp, in parallel, like
+// slices.SortFunc: cmp(a, b) returns a negative number when a < b, a positive number when
+// a > b and zero when they are equal, and must be a strict weak ordering. It is not stable.
+// The algorithm is a parallel pattern-defeating quicksort (the two sides of a large
+// partition are sorted as separate tasks), in place; sorted, reversed and all-equal inputs
+// take O(n).
+func SortFunc[T any](s []T, cmp func(a, b T) int, opts ...Option) {
+	if cmp == nil {
+		parNil("SortFunc", "cmp")
+	}
+	c := parResolve(len(s), sortMinGrain, opts)
+	if c.seq {
+		slices.SortFunc(s, cmp)
+		return
+	}
+	if sortedOrReversed(s, func(a, b T) bool { return cmp(a, b) < 0 }) {
+		return
+	}
+	sortPdq(c, s, cmp)
+}
+
+// SortDesc sorts s in descending order (NaNs last), in parallel. It is Sort followed by a
+// parallel reversal.
+func SortDesc[T cmp.Ordered](s []T, opts ...Option) {
+	Sort(s, opts...)
+	parReverse(s)
+}
+
+// SortByKey sorts s in ascending order of key(element), in parallel (keys compared with
+// cmp.Compare). key is called twice per comparison, so it should be cheap: see
+// SortByCachedKey for expensive keys. It is not stable.
+func SortByKey[T any, K cmp.Ordered](s []T, key func(T) K, opts ...Option) {
+	if key == nil {
+		parNil("SortByKey", "key")
+	}
+	SortFunc(s, func(a, b T) int { return cmp.Compare(key(a), key(b)) }, opts...)
+}
+
+// SortByCachedKey sorts s in ascending order of key(element), calling key exactly once per
+// element (in parallel). It is stable: the (key, original index) pairs are sorted in
+// parallel, then the elements are permuted through a buffer of len(s) elements.
+func SortByCachedKey[T any, K cmp.Ordered](s []T, key func(T) K, opts ...Option) {
+	if key == nil {
+		parNil("SortByCachedKey", "key")
+	}
+	type pair struct {
+		k K
+		i int
+	}
+	n := len(s)
+	if n < 2 {
+		return
+	}
+	c := parResolve(n, parMinGrain, opts)
+	pairs := make([]pair, n)
+	parFor(c, n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			pairs[i] = pair{key(s[i]), i}
+		}
+	})
+	SortFunc(pairs, func(a, b pair) int {
+		if r := cmp.Compare(a.k, b.k); r != 0 {
+			return r
+		}
+		return cmp.Compare(a.i, b.i)
+	}, opts...)
+	tmp := make([]T, n)
+	parFor(c, n, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			tmp[j] = s[pairs[j].i]
+		}
+	})
+	parCopy(c, s, tmp)
+}
+
+// SortStableFunc sorts s as determined by cmp (see SortFunc), keeping the original order of
+// equal elements, in parallel, like slices.SortStableFunc. It uses a scratch buffer of
+// len(s) elements: a parallel merge sort whose merges are themselves split in parallel.
+// Sorted, all-equal and strictly decreasing inputs take O(n).
+func SortStableFunc[T any](s []T, cmp func(a, b T) int, opts ...Option) {
+	if cmp == nil {
+		parNil("SortStableFunc", "cmp")
+	}
+	n := len(s)
+	if n <= 2*stableBlock {
+		stableInsertion(s, cmp)
+		return
+	}
+	c := parResolve(n, sortMinGrain, opts)
+	// Sorted (ascending with equal runs) is left alone; only a strictly decreasing input
+	// may be reversed without breaking stability.
+	i := 1
+	for i < n && cmp(s[i], s[i-1]) >= 0 {
+		i++
+	}
+	if i == n {
+		return
+	}
+	for i = 1; i < n && cmp(s[i], s[i-1]) < 0; i++ {
+	}
+	if i == n {
+		parReverse(s)
+		return
+	}
+	buf := make([]T, n)
+	if c.seq {
+		stableSortSeq(s, buf, cmp)
+		return
+	}
+	minPar := min(c.grain, stableParMin)
+	c.pool.Call(func(t *Task) { stableRec(t, minPar, s, buf, false, cmp) })
+}
