@@ -25,6 +25,8 @@ type job struct {
 	latch lockfree.OnceLatch
 	// panic is the panic a thief recovered from run, re-raised by the joiner.
 	panic *PanicError
+	// owner is the Task that published the frame, to wake it when a thief finishes.
+	owner *Task
 	// release gives a frame's slot back to its slab (frames only); used when a panic
 	// unwinds past a fork that was never joined.
 	release func(j *job)

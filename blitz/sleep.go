@@ -184,6 +184,7 @@ func (p *Pool) sleep(w *Task, idle *idleState) {
 	// sequentially consistent atomics, so a job injected before a poster read our
 	// registration is visible here; the explicit fence keeps the seed's structure.
 	p.fence()
+	// s.latch.Probe: a Set (frame finished, mail, stop) after our FallAsleep.
 	if !p.injected.Empty() || !w.mail.Empty() || p.stopping.Load() || s.latch.Probe() {
 		// We registered but never blocked, so no waker can have decremented for us:
 		// undo our own registration (the one case where the sleeper decrements).

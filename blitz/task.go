@@ -100,6 +100,7 @@ func (t *Task) publish() {
 		// reset its latch before a thief can see it again. Safe: the frame is private,
 		// nobody else holds it now.
 		j.latch.Reset()
+		j.owner = t
 		t.pub++
 		t.deque.PushGrow(j)
 		n++
@@ -170,8 +171,14 @@ func (t *Task) execute(j *job) {
 		return
 	}
 	j.panic = p
+	owner := j.owner
 	// Nothing may touch j after SetDone: its owner may reuse the frame at once.
 	j.latch.SetDone()
+	// The owner may be asleep in waitUntil: set its CoreLatch after the frame's latch,
+	// so it either sees the frame done or fails to (stay) asleep.
+	if owner != nil && owner.sleeper != nil && owner.sleeper.latch.Set() {
+		owner.pool.wakeSpecific(owner.index)
+	}
 }
 
 // protect runs j with panic recovery. Forks that a panic skipped past are cleaned up
@@ -228,11 +235,8 @@ func (t *Task) unwindTo(d0 int) {
 	}
 }
 
-// waitFor runs other work until the stolen job j is done: the seeds' hybrid join. It
-// probes j's latch, then looks for work (steals) between probes, backing off with
-// busy spins, then yields; only after SpinRounds yields without finding anything does it
-// park on j's latch. A waiting Task counts as hungry, so busy workers publish frames for
-// it to steal.
+// waitFor runs other work until the stolen job j is done: the seeds' hybrid join. See
+// waitUntil.
 func (t *Task) waitFor(j *job) { t.waitUntil(&j.latch) }
 
 // latch is what waitUntil waits for: *lockfree.OnceLatch or *lockfree.CountLatch.
@@ -241,11 +245,55 @@ type latch interface {
 	Wait()
 }
 
-// waitUntil is waitFor for any latch.
+// waitUntil runs other work until l is set. A waiting Task counts as hungry, so busy
+// workers publish frames for it to steal.
+//
+// A worker waits exactly like an idle worker (Rayon's wait_until): it looks for work
+// between yield rounds, then goes through the sleep protocol, so while it sleeps it is
+// woken both by new jobs (the JEC protocol) and by the thief that finishes its frame
+// (execute sets the owner's CoreLatch). So a worker never sleeps while there is work it
+// could steal. A guest (a goroutine inside Pool.Call) is not part of the sleep protocol:
+// it steals, spins, then yields SpinRounds times, and only then parks on l itself.
 func (t *Task) waitUntil(l latch) {
 	if l.Probe() {
 		return
 	}
+	if t.sleeper == nil {
+		t.guestWait(l)
+		return
+	}
+	p := t.pool
+	s := t.sleeper
+	p.hungry.Add(1)
+	p.counters.addInactive()
+	var idle idleState
+	for {
+		if s.latch.Probe() {
+			// Consume a Set (our frame finished, mail, stop); the checks below see why.
+			// Set happens after the event it announces, so resetting first and then
+			// checking cannot lose it.
+			s.latch.Reset()
+		}
+		if l.Probe() {
+			break
+		}
+		if x := t.findWork(); x != nil {
+			p.hungry.Add(-1)
+			p.wakeThreads(p.counters.subInactive())
+			t.execute(x)
+			p.hungry.Add(1)
+			p.counters.addInactive()
+			idle = idleState{}
+			continue
+		}
+		p.noWorkFound(t, &idle)
+	}
+	p.hungry.Add(-1)
+	p.counters.subInactive()
+}
+
+// guestWait is waitUntil for a guest Task.
+func (t *Task) guestWait(l latch) {
 	p := t.pool
 	p.hungry.Add(1)
 	var sw lockfree.SpinWait
@@ -268,7 +316,7 @@ func (t *Task) waitUntil(l latch) {
 			runtime.Gosched()
 			continue
 		}
-		// Nothing to do for a while: park until the thief is done.
+		// Nothing to do for a while: park until the latch is set.
 		p.hungry.Add(-1)
 		l.Wait()
 		return

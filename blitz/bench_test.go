@@ -1,0 +1,160 @@
+package blitz
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+)
+
+const benchFibN = 30
+
+// fibForks is the number of forks of fib(n) with a fork at every call: one per call
+// with n >= 2, which is fib(n+1) - 1.
+func fibForks(n int) float64 { return float64(fibSeq(n+1) - 1) }
+
+func fibGoroutine(n int) int {
+	if n < 2 {
+		return n
+	}
+	var wg sync.WaitGroup
+	var a int
+	wg.Add(1)
+	go func() { defer wg.Done(); a = fibGoroutine(n - 1) }()
+	b := fibGoroutine(n - 2)
+	wg.Wait()
+	return a + b
+}
+
+// onWorker runs f on a pool worker (not on the calling goroutine as Call would), so
+// exactly NumWorkers goroutines compute.
+func onWorker(p *Pool, f func(t *Task)) {
+	done := make(chan struct{})
+	p.Go(func(t *Task) { f(t); close(done) })
+	<-done
+}
+
+func BenchmarkFibSeq(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		fibSeq(benchFibN)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/fibForks(benchFibN), "ns/fork")
+}
+
+func BenchmarkFibJoin(b *testing.B) {
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
+			p := newPool(b, Config{Workers: w})
+			b.ReportAllocs()
+			for b.Loop() {
+				onWorker(p, func(t *Task) { fib(t, benchFibN) })
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/fibForks(benchFibN), "ns/fork")
+		})
+	}
+}
+
+func BenchmarkFibGoroutine(b *testing.B) {
+	n := benchFibN
+	if testing.Short() {
+		n = 22
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		fibGoroutine(n)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/fibForks(n), "ns/fork")
+}
+
+func BenchmarkTreeSum(b *testing.B) {
+	sizes := []int{1023, 1 << 24}
+	if testing.Short() {
+		sizes = []int{1023, 1 << 18}
+	}
+	for _, n := range sizes {
+		v := 0
+		tree := buildTree(n, 0.5, &v)
+		b.Run(fmt.Sprintf("nodes=%d/seq", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sumSeq(tree)
+			}
+		})
+		for _, w := range []int{1, 2} {
+			b.Run(fmt.Sprintf("nodes=%d/workers=%d", n, w), func(b *testing.B) {
+				p := newPool(b, Config{Workers: w})
+				b.ReportAllocs()
+				for b.Loop() {
+					onWorker(p, func(t *Task) { sumPar(t, tree) })
+				}
+			})
+		}
+	}
+}
+
+var emptyJob Job[int, Unit]
+
+func emptyTree(t *Task, depth int) Unit {
+	if depth == 0 {
+		return Unit{}
+	}
+	f := emptyJob.Fork(t, emptyTree, depth-1)
+	emptyTree(t, depth-1)
+	f.Join(t)
+	return Unit{}
+}
+
+func BenchmarkJoinEmptyDepth20(b *testing.B) {
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
+			p := newPool(b, Config{Workers: w})
+			b.ReportAllocs()
+			for b.Loop() {
+				onWorker(p, func(t *Task) { emptyTree(t, 20) })
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(1<<20-1), "ns/join")
+		})
+	}
+}
+
+func BenchmarkCallFromOutside(b *testing.B) {
+	b.Run("idle", func(b *testing.B) {
+		p := newPool(b, Config{Workers: 2})
+		b.ReportAllocs()
+		for b.Loop() {
+			p.Call(func(*Task) {})
+		}
+	})
+	b.Run("busy", func(b *testing.B) {
+		p := newPool(b, Config{Workers: 2})
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range p.NumWorkers() {
+			wg.Add(1)
+			p.Go(func(t *Task) {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+						fib(t, 15)
+					}
+				}
+			})
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			p.Call(func(*Task) {})
+		}
+		close(stop)
+		wg.Wait()
+	})
+	b.Run("idle/Go", func(b *testing.B) {
+		p := newPool(b, Config{Workers: 2})
+		b.ReportAllocs()
+		for b.Loop() {
+			onWorker(p, func(*Task) {})
+		}
+	})
+}
