@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/blitzgo/blitz/shared/lockfree"
@@ -86,6 +87,30 @@ func lockfreeCases(Config) []Case {
 							return false
 						}
 					})
+				}},
+			},
+		},
+		{
+			Name: "DequePushPopWithThief",
+			Note: "owner Push then Pop while another goroutine steals from the same queue without pause; needs two idle cores, very noisy on a shared machine",
+			Ours: Impl{"lockfree.Deque", func(b *testing.B) {
+				d, it := lockfree.NewDeque[lfItem](0), &lfItem{}
+				benchWithThief(b, func() { d.Push(it); d.Pop() }, func() { d.Steal() })
+			}},
+			Baselines: []Impl{
+				{"mutex+slice", func(b *testing.B) {
+					q, it := &mutexStack{}, &lfItem{}
+					benchWithThief(b, func() { q.push(it); q.pop() }, func() { q.popFront() })
+				}},
+				{"chan(256)", func(b *testing.B) {
+					ch, it := make(chan *lfItem, 256), &lfItem{}
+					tryRecv := func() {
+						select {
+						case <-ch:
+						default:
+						}
+					}
+					benchWithThief(b, func() { ch <- it; tryRecv() }, tryRecv)
 				}},
 			},
 		},
@@ -210,6 +235,25 @@ func benchRefilled(b *testing.B, fill func(), take func() bool) {
 	}
 }
 
+// benchWithThief times ownerOp per iteration while a second goroutine calls steal in a
+// loop for the whole measurement.
+func benchWithThief(b *testing.B, ownerOp, steal func()) {
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			steal()
+		}
+	}()
+	b.ReportAllocs()
+	for b.Loop() {
+		ownerOp()
+	}
+	stop.Store(true)
+	<-done
+}
+
 var lfShared = &lfItem{}
 
 func fillDeque(d *lockfree.Deque[lfItem]) {
@@ -245,7 +289,16 @@ func (q *mutexStack) pop() *lfItem {
 	}
 	it := q.items[len(q.items)-1]
 	q.items = q.items[:len(q.items)-1]
+	q.compact()
 	return it
+}
+
+// compact reuses the slice from the start once it is empty, so a queue that is both
+// pushed and popped from the front does not grow without bound.
+func (q *mutexStack) compact() {
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
 }
 
 func (q *mutexStack) popFront() bool {
@@ -256,6 +309,7 @@ func (q *mutexStack) popFront() bool {
 	}
 	q.items[q.head] = nil
 	q.head++
+	q.compact()
 	return true
 }
 
