@@ -1,6 +1,7 @@
 package lockfree
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -56,4 +57,17 @@ func scale(n int) int {
 		n /= 10
 	}
 	return max(n, 1)
+}
+
+// eventually polls cond until it holds, failing the test with what after stressTimeout
+// instead of spinning forever when a bug keeps cond false.
+func eventually(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(stressTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s", stressTimeout, what)
+		}
+		runtime.Gosched()
+	}
 }

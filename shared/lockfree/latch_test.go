@@ -28,9 +28,7 @@ func TestOnceLatchBasics(t *testing.T) {
 	// After Reset the latch parks and wakes again.
 	done := make(chan struct{})
 	go func() { l.Wait(); close(done) }()
-	for l.state.Load() != latchSleeping {
-		runtime.Gosched()
-	}
+	eventually(t, func() bool { return l.state.Load() == latchSleeping }, "the waiter parks")
 	l.SetDone()
 	waitOrFail(t, done, "a waiter parked on a reset latch")
 }
@@ -44,9 +42,7 @@ func TestOnceLatchManyWaiters(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); l.Wait() }()
 	}
-	for l.state.Load() != latchSleeping {
-		runtime.Gosched()
-	}
+	eventually(t, func() bool { return l.state.Load() == latchSleeping }, "a waiter parks")
 	l.SetDone()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
