@@ -1,0 +1,420 @@
+package blitzio
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Tokio's scheduler benchmarks (tokio/benches/rt_multi_threaded.rs), 2 workers, each
+// beside its plain-goroutine equivalent in the same run: go test -bench . -benchmem.
+
+const (
+	benchSpawnMany = 10_000
+	benchYieldTask = 200
+	benchYields    = 1_000
+	benchPings     = 1_000
+	benchChain     = 1_000
+)
+
+func benchRT(b *testing.B) *Runtime {
+	rt, err := New(Config{Workers: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// nopFuture is Tokio's `async {}`: ready at once, stored inline in the task.
+type nopFuture struct{}
+
+func (nopFuture) Poll(*Context) (struct{}, bool) { return struct{}{}, true }
+
+// awaitAll awaits handles in order (each is re-polled only when it wakes the awaiter).
+type awaitAll struct {
+	hs   []JoinHandle[struct{}]
+	next int
+}
+
+func (a *awaitAll) Poll(cx *Context) (int, bool) {
+	for ; a.next < len(a.hs); a.next++ {
+		if _, ok := a.hs[a.next].Poll(cx); !ok {
+			return 0, false
+		}
+	}
+	return a.next, true
+}
+
+// spawnAll spawns n nopFutures from inside a task, then awaits them.
+type spawnAll struct{ awaitAll }
+
+func (s *spawnAll) Poll(cx *Context) (int, bool) {
+	if len(s.hs) < cap(s.hs) {
+		for len(s.hs) < cap(s.hs) {
+			s.hs = append(s.hs, Spawn(cx, nopFuture{}))
+		}
+	}
+	return s.awaitAll.Poll(cx)
+}
+
+func goroutinesSpawnMany(n int) {
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for i := 0; i < n; i++ {
+		go func() { wg.Done() }()
+	}
+	wg.Wait()
+}
+
+func BenchmarkSpawnManyLocal(b *testing.B) {
+	b.Run("blitzio", func(b *testing.B) {
+		rt := benchRT(b)
+		b.ReportAllocs()
+		hs := make([]JoinHandle[struct{}], 0, benchSpawnMany)
+		for b.Loop() {
+			s := &spawnAll{awaitAll{hs: hs[:0]}}
+			if _, err := BlockOn[int](rt, Spawn[*spawnAll, int](rt, s).resultValue()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("goroutines", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			done := make(chan struct{})
+			go func() { goroutinesSpawnMany(benchSpawnMany); close(done) }()
+			<-done
+		}
+	})
+}
+
+func BenchmarkSpawnManyRemote(b *testing.B) {
+	b.Run("blitzio", func(b *testing.B) {
+		rt := benchRT(b)
+		b.ReportAllocs()
+		hs := make([]JoinHandle[struct{}], 0, benchSpawnMany)
+		for b.Loop() {
+			hs = hs[:0]
+			for i := 0; i < benchSpawnMany; i++ {
+				hs = append(hs, Spawn(rt, nopFuture{}))
+			}
+			if _, err := BlockOn[int](rt, &awaitAll{hs: hs}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("goroutines", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			goroutinesSpawnMany(benchSpawnMany)
+		}
+	})
+}
+
+// yielder yields n times without allocating: a wake during its own poll re-queues the
+// task at the back of the run queue.
+type yielder struct {
+	n   int
+	rem *atomic.Int64
+	wg  *sync.WaitGroup
+}
+
+func (y *yielder) Poll(cx *Context) (struct{}, bool) {
+	if y.n == 0 {
+		if y.rem.Add(-1) == 0 {
+			y.wg.Done()
+		}
+		return struct{}{}, true
+	}
+	y.n--
+	cx.Waker().Wake()
+	return struct{}{}, false
+}
+
+func BenchmarkYieldMany(b *testing.B) {
+	b.Run("blitzio", func(b *testing.B) {
+		rt := benchRT(b)
+		b.ReportAllocs()
+		var rem atomic.Int64
+		var wg sync.WaitGroup
+		ys := make([]yielder, benchYieldTask)
+		for b.Loop() {
+			rem.Store(benchYieldTask)
+			wg.Add(1)
+			for i := range ys {
+				ys[i] = yielder{n: benchYields, rem: &rem, wg: &wg}
+				Spawn(rt, &ys[i]).Detach()
+			}
+			wg.Wait()
+		}
+	})
+	b.Run("goroutines", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var wg sync.WaitGroup
+			wg.Add(benchYieldTask)
+			for i := 0; i < benchYieldTask; i++ {
+				go func() {
+					for j := 0; j < benchYields; j++ {
+						runtime.Gosched()
+					}
+					wg.Done()
+				}()
+			}
+			wg.Wait()
+		}
+	})
+}
+
+// oneshot is a minimal one-shot signal (channels arrive in a later version): send wakes
+// the receiver's stored waker.
+type oneshot struct {
+	mu  sync.Mutex
+	set bool
+	w   Waker
+}
+
+func (o *oneshot) send(cx *Context) {
+	o.mu.Lock()
+	o.set = true
+	w := o.w
+	o.w = Waker{}
+	o.mu.Unlock()
+	w.WakeFrom(cx)
+}
+
+func (o *oneshot) Poll(cx *Context) (struct{}, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.set {
+		return struct{}{}, true
+	}
+	o.w = cx.Waker()
+	return struct{}{}, false
+}
+
+type pinger struct {
+	tx1, rx2 oneshot
+	started  bool
+	rem      *atomic.Int64
+	done     *oneshot
+}
+
+type ponger struct{ p *pinger }
+
+func (g ponger) Poll(cx *Context) (struct{}, bool) {
+	if _, ok := g.p.tx1.Poll(cx); !ok {
+		return struct{}{}, false
+	}
+	g.p.rx2.send(cx)
+	return struct{}{}, true
+}
+
+func (p *pinger) Poll(cx *Context) (struct{}, bool) {
+	if !p.started {
+		p.started = true
+		Spawn(cx, ponger{p}).Detach()
+		p.tx1.send(cx)
+	}
+	if _, ok := p.rx2.Poll(cx); !ok {
+		return struct{}{}, false
+	}
+	if p.rem.Add(-1) == 0 {
+		p.done.send(cx)
+	}
+	return struct{}{}, true
+}
+
+type pingRoot struct {
+	rem  *atomic.Int64
+	done *oneshot
+}
+
+func (r pingRoot) Poll(cx *Context) (struct{}, bool) {
+	for i := 0; i < benchPings; i++ {
+		Spawn(cx, &pinger{rem: r.rem, done: r.done}).Detach()
+	}
+	return struct{}{}, true
+}
+
+func BenchmarkPingPong(b *testing.B) {
+	b.Run("blitzio", func(b *testing.B) {
+		rt := benchRT(b)
+		b.ReportAllocs()
+		var rem atomic.Int64
+		for b.Loop() {
+			rem.Store(benchPings)
+			done := &oneshot{}
+			Spawn(rt, pingRoot{rem: &rem, done: done}).Detach()
+			if _, err := BlockOn[struct{}](rt, done); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("goroutines", func(b *testing.B) {
+		b.ReportAllocs()
+		var rem atomic.Int64
+		for b.Loop() {
+			rem.Store(benchPings)
+			done := make(chan struct{})
+			go func() {
+				for i := 0; i < benchPings; i++ {
+					go func() {
+						tx1, tx2 := make(chan struct{}, 1), make(chan struct{}, 1)
+						go func() { <-tx1; tx2 <- struct{}{} }()
+						tx1 <- struct{}{}
+						<-tx2
+						if rem.Add(-1) == 0 {
+							close(done)
+						}
+					}()
+				}
+			}()
+			<-done
+		}
+	})
+}
+
+type chainLink struct {
+	n    int
+	done *oneshot
+}
+
+func (c chainLink) Poll(cx *Context) (struct{}, bool) {
+	if c.n == 0 {
+		c.done.send(cx)
+	} else {
+		Spawn(cx, chainLink{n: c.n - 1, done: c.done}).Detach()
+	}
+	return struct{}{}, true
+}
+
+func BenchmarkChainedSpawn(b *testing.B) {
+	b.Run("blitzio", func(b *testing.B) {
+		rt := benchRT(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			done := &oneshot{}
+			Spawn(rt, chainLink{n: benchChain, done: done}).Detach()
+			if _, err := BlockOn[struct{}](rt, done); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("goroutines", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			done := make(chan struct{})
+			var link func(n int)
+			link = func(n int) {
+				if n == 0 {
+					close(done)
+					return
+				}
+				go link(n - 1)
+			}
+			go link(benchChain)
+			<-done
+		}
+	})
+}
+
+// memInUse is heap objects plus goroutine stacks, from runtime/metrics, after a GC.
+func memInUse() float64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	metrics.Read(s)
+	return float64(s[0].Value.Uint64() + s[1].Value.Uint64())
+}
+
+// SleepingTaskBytes spawns n tasks each sleeping 60 s and returns the memory in use per
+// task; the tasks are dropped before it returns.
+func SleepingTaskBytes(n int) float64 {
+	rt, err := New(Config{Workers: 2})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close()
+	hs := make([]JoinHandle[struct{}], n)
+	before := memInUse()
+	for i := range hs {
+		hs[i] = Spawn(rt, Sleep(60*time.Second))
+	}
+	for rt.timers.count.Load() < int64(n) {
+		time.Sleep(time.Millisecond)
+	}
+	after := memInUse()
+	runtime.KeepAlive(hs)
+	return (after - before) / float64(n)
+}
+
+// SleepingGoroutineBytes is the same measurement for goroutines in time.Sleep.
+func SleepingGoroutineBytes(n int) float64 {
+	stop := make(chan struct{})
+	var started sync.WaitGroup
+	before := memInUse()
+	started.Add(n)
+	for i := 0; i < n; i++ {
+		go func() {
+			started.Done()
+			t := time.NewTimer(60 * time.Second)
+			select {
+			case <-t.C:
+			case <-stop: // so the benchmark can end without waiting a minute
+			}
+			t.Stop()
+		}()
+	}
+	started.Wait()
+	after := memInUse()
+	close(stop)
+	return (after - before) / float64(n)
+}
+
+func BenchmarkSleepingTaskMemory(b *testing.B) {
+	n := 1_000_000
+	if testing.Short() {
+		n = 100_000
+	}
+	b.Run("blitzio", func(b *testing.B) {
+		var per float64
+		for b.Loop() {
+			per = SleepingTaskBytes(n)
+		}
+		b.ReportMetric(per, "bytes/task")
+	})
+	b.Run("goroutines", func(b *testing.B) {
+		var per float64
+		for b.Loop() {
+			per = SleepingGoroutineBytes(n)
+		}
+		b.ReportMetric(per, "bytes/task")
+	})
+}
+
+// BenchmarkSleepStartDrop starts a Sleep (registering its timer) and drops it (removing
+// it), against time.AfterFunc and Stop.
+func BenchmarkSleepStartDrop(b *testing.B) {
+	b.Run("blitzio", func(b *testing.B) {
+		rt := benchRT(b)
+		cx := NewContext(rt, Waker{})
+		b.ReportAllocs()
+		for b.Loop() {
+			s := Sleep(time.Minute)
+			s.Poll(cx)
+			s.Drop()
+		}
+	})
+	b.Run("time.AfterFunc", func(b *testing.B) {
+		b.ReportAllocs()
+		f := func() {}
+		for b.Loop() {
+			t := time.AfterFunc(time.Minute, f)
+			t.Stop()
+		}
+	})
+}
