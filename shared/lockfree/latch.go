@@ -1,6 +1,9 @@
 package lockfree
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // The four states shared by OnceLatch and CoreLatch (seed 001 and 004).
 const (
@@ -21,18 +24,22 @@ const (
 // totally ordered on one word: either the CAS sees SET and the waiter does not park, or
 // the swap sees SLEEPING and the setter wakes it. (Model: spin/oncelatch.pml.)
 //
-// Parking is Go-native: the first waiter to park publishes a channel (before its CAS to
-// SLEEPING, so a setter that sees SLEEPING always finds it), and SetDone closes it, which
-// releases every parked waiter and cannot be lost even if it happens before they block.
-// The channel is made only when somebody really parks, so probing and setting never
-// allocate.
+// Parking is Go-native and allocation-free: a sync.Mutex used as a semaphore (Go
+// allows one goroutine to lock a mutex and another to unlock it). The waiter that moves
+// SLEEPY to SLEEPING locks park first and keeps it locked, then blocks locking it a
+// second time; SetDone, having swapped out SLEEPING, unlocks it, which hands the mutex
+// to a blocked waiter. Each waiter unlocks once on its way out, so the mutex passes from
+// waiter to waiter and ends unlocked. Holding park across the CAS is what makes the
+// hand-off safe: the setter unlocks only a mutex that the SLEEPING waiter locked, never
+// an unlocked one (a fatal error in Go), and a SetDone that comes first makes the CAS
+// fail, so that waiter unlocks and returns instead of blocking.
 //
 // Who calls what: SetDone once, from any goroutine; Probe and Wait from any goroutine,
 // any number of times; Reset only when no goroutine uses the latch. The zero value is an
-// unset latch.
+// unset latch. A latch must not be copied after first use.
 type OnceLatch struct {
 	state atomic.Uint32
-	park  atomic.Pointer[chan struct{}]
+	park  sync.Mutex
 }
 
 // Probe reports whether the latch is set. It never blocks. A true result happens after
@@ -42,39 +49,50 @@ func (l *OnceLatch) Probe() bool { return l.state.Load() == latchSet }
 // SetDone sets the latch and wakes every parked waiter. Calling it again is harmless.
 func (l *OnceLatch) SetDone() {
 	if l.state.Swap(latchSet) == latchSleeping {
-		close(*l.park.Load())
+		// The waiter that made the latch SLEEPING holds park and is blocked locking it
+		// again: unlocking releases it, and it passes the mutex on to any other waiter.
+		l.park.Unlock()
 	}
 }
 
-// Wait blocks until the latch is set. It returns at once when it already is.
+// Wait blocks until the latch is set. It returns at once when it already is. It never
+// allocates.
 func (l *OnceLatch) Wait() {
 	for {
+		if testHookWaitStep != nil {
+			testHookWaitStep()
+		}
 		switch l.state.Load() {
 		case latchSet:
 			return
 		case latchUnset:
 			l.state.CompareAndSwap(latchUnset, latchSleepy)
 		case latchSleepy:
-			// Publish the channel before announcing SLEEPING (see the type comment).
-			if l.park.Load() == nil {
-				ch := make(chan struct{})
-				l.park.CompareAndSwap(nil, &ch)
+			// Lock before announcing SLEEPING (see the type comment). If another waiter
+			// holds park, this blocks until the setter's unlock is passed along, and the
+			// CAS below then fails because the latch is SET.
+			l.park.Lock()
+			if l.state.CompareAndSwap(latchSleepy, latchSleeping) {
+				l.park.Lock() // park: SetDone unlocks
 			}
-			l.state.CompareAndSwap(latchSleepy, latchSleeping)
+			l.park.Unlock() // pass the mutex on to the next waiter, or leave it free
 		case latchSleeping:
-			<-*l.park.Load()
-			return
+			// Another waiter parked; queue behind it on the same mutex.
+			l.park.Lock()
+			l.park.Unlock()
 		}
 	}
 }
 
+// testHookWaitStep, when set by a test before any waiter starts, runs before each step
+// of OnceLatch.Wait, so a stress test can yield there and let a setter land between the
+// waiter's transitions (on a busy machine they otherwise almost never interleave).
+var testHookWaitStep func()
+
 // Reset returns the latch to UNSET so it can be reused. Only call it when no goroutine is
 // waiting on, probing or setting the latch (for example when a job frame is recycled
-// after its join completed).
-func (l *OnceLatch) Reset() {
-	l.state.Store(latchUnset)
-	l.park.Store(nil)
-}
+// after its join completed); the park mutex is then unlocked.
+func (l *OnceLatch) Reset() { l.state.Store(latchUnset) }
 
 // CoreLatch is the per-worker sleep handshake of the fork-join pool (seeds 002 and 004).
 // It carries the same four states as OnceLatch, but the worker parks on its own mutex

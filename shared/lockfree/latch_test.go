@@ -50,24 +50,36 @@ func TestOnceLatchManyWaiters(t *testing.T) {
 }
 
 // TestOnceLatchStress races SetDone against Wait at least 100,000 times (in a plain
-// `go test` run): pairs of goroutines, the setter firing after a random short delay once
-// the waiter has arrived, so the swap lands before, between and after the waiter's
-// UNSET->SLEEPY, SLEEPY->SLEEPING and park steps. A missed wake leaves a waiter parked
+// `go test` run): pairs of goroutines meet at each round, then both wait a random short
+// time before the waiter calls Wait and the setter SetDone, so the swap lands before,
+// between and after the waiter's UNSET->SLEEPY, SLEEPY->SLEEPING and park steps (the
+// log shows how often it met each state). A missed wake leaves a waiter parked
 // forever, which fails the test by timeout, naming the round.
 func TestOnceLatchStress(t *testing.T) {
 	rounds := scale(100_000)
 	const pairs = 4
 	per := rounds / pairs
+	// Yield before about one in four steps of Wait, so SetDone lands between the steps.
+	var steps atomic.Uint64
+	testHookWaitStep = func() {
+		if (steps.Add(1)*0x9E3779B97F4A7C15)>>62 == 0 {
+			runtime.Gosched()
+		}
+	}
+	defer func() { testHookWaitStep = nil }()
 	latches := make([]OnceLatch, pairs*per)
-	var progress [pairs]atomic.Int64 // rounds each waiter has completed
+	var progress [pairs]atomic.Int64 // the round each waiter has reached
+	var metState [4]atomic.Int64     // the latch state SetDone replaced
 	var wg sync.WaitGroup
 	for p := range pairs {
 		mine := latches[p*per : (p+1)*per]
 		wg.Add(2)
 		go func() { // waiter
 			defer wg.Done()
+			rng := NewXorShift64Star(uint64(p) + 1)
 			for i := range mine {
 				progress[p].Store(int64(i)) // arrived at round i
+				spin(uint32(rng.Intn(1024)))
 				mine[i].Wait()
 				if !mine[i].Probe() {
 					t.Errorf("pair %d round %d: Wait returned before the latch was set", p, i)
@@ -78,20 +90,19 @@ func TestOnceLatchStress(t *testing.T) {
 		}()
 		go func() { // setter
 			defer wg.Done()
-			rng := NewXorShift64Star(uint64(p) + 1)
+			rng := NewXorShift64Star(uint64(p) + 100)
 			for i := range mine {
-				for progress[p].Load() < int64(i) {
-					runtime.Gosched()
+				for n := 0; progress[p].Load() < int64(i); n++ {
+					if n%64 == 63 {
+						runtime.Gosched()
+					}
 				}
-				switch rng.Intn(4) {
-				case 0: // right away
-				case 1:
-					spin(uint32(rng.Intn(64)))
-				case 2:
-					spin(uint32(rng.Intn(2048)))
-				default:
-					runtime.Gosched()
+				if rng.Intn(8) == 0 {
+					runtime.Gosched() // now and then, let the waiter park for real
+				} else {
+					spin(uint32(rng.Intn(1024)))
 				}
+				metState[mine[i].state.Load()].Add(1)
 				mine[i].SetDone()
 			}
 		}()
@@ -100,13 +111,8 @@ func TestOnceLatchStress(t *testing.T) {
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		parked := 0
-		for i := range latches {
-			if latches[i].park.Load() != nil {
-				parked++
-			}
-		}
-		t.Logf("%d SetDone/Wait races, %d waiters went as far as publishing a park channel", len(latches), parked)
+		t.Logf("%d SetDone/Wait races; SetDone met UNSET %d, SLEEPY %d, SLEEPING %d times",
+			len(latches), metState[latchUnset].Load(), metState[latchSleepy].Load(), metState[latchSleeping].Load())
 	case <-afterStress():
 		t.Fatalf("missed wake: waiters stuck at rounds %d, %d, %d, %d of %d", progress[0].Load(), progress[1].Load(), progress[2].Load(), progress[3].Load(), per)
 	}

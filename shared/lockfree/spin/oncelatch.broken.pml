@@ -13,27 +13,26 @@
 #define SET      3
 
 byte state = UNSET;        /* latch.go: OnceLatch.state */
-byte park = 0;             /* latch.go: OnceLatch.park; 0 = nil, else the maker's _pid */
-bool closed[4];            /* closed[ch]: channel ch was closed */
+bit park = 0;              /* latch.go: OnceLatch.park, a sync.Mutex */
 bool setterDone = false;   /* ghost: SetDone has returned */
+byte finished = 0;         /* ghost: waiters that returned */
+
+inline lock()   { atomic { park == 0 -> park = 1 } }
+inline unlock() { assert(park == 1); park = 0 }
 
 proctype Waiter() {
-	byte s, ch;
+	byte s;
+	bool ok;
 	do
 	:: s = state;                                   /* switch l.state.Load() { */
 		if
 		:: s == SET -> break                    /* case latchSet: return */
 #if VARIANT == 1
 		:: s != SET ->                          /* BROKEN: no SLEEPY step */
-			atomic { if                     /* publish the channel as variant 0 does */
-			:: park == 0 -> park = _pid
-			:: else -> skip
-			fi };
+			lock();
 			state = SLEEPING;               /* plain store after the check */
-			ch = park;
-			assert(!setterDone || closed[ch]);
-			closed[ch];                     /* <-ch */
-			break
+			lock();                         /* park */
+			unlock()
 #else
 		:: s == UNSET ->                        /* case latchUnset: */
 			atomic { if                     /* l.state.CompareAndSwap(latchUnset, latchSleepy) */
@@ -41,32 +40,31 @@ proctype Waiter() {
 			:: else -> skip
 			fi }
 		:: s == SLEEPY ->                       /* case latchSleepy: */
-			if
-			:: park == 0 ->                 /* if l.park.Load() == nil { ch := make(chan struct{}) */
-				atomic { if             /* l.park.CompareAndSwap(nil, &ch) */
-				:: park == 0 -> park = _pid
+			lock();                         /* l.park.Lock() */
+			atomic {                        /* if l.state.CompareAndSwap(latchSleepy, latchSleeping) { */
+				ok = (state == SLEEPY);
+				if
+				:: ok -> state = SLEEPING; assert(!setterDone)  /* no commit after SET */
 				:: else -> skip
-				fi }
+				fi
+			}
+			if
+			:: ok -> lock()                 /* l.park.Lock(): park until SetDone unlocks */
 			:: else -> skip
 			fi;
-			atomic { if                     /* l.state.CompareAndSwap(latchSleepy, latchSleeping) */
-			:: state == SLEEPY -> state = SLEEPING
-			:: else -> skip
-			fi }
+			unlock()                        /* l.park.Unlock(): pass it on */
 		:: s == SLEEPING ->                     /* case latchSleeping: */
-			ch = park;                      /* *l.park.Load() */
-			assert(ch != 0);                /* published before SLEEPING: never nil */
-			assert(!setterDone || closed[ch]);  /* no wait after SET */
-			closed[ch];                     /* <-ch: blocks until closed */
-			break                           /* return */
+			lock();                         /* l.park.Lock() */
+			unlock()                        /* l.park.Unlock() */
 #endif
 		fi
 	od;
-	assert(state == SET)                            /* Wait returns only once set */
+	assert(state == SET);                           /* Wait returns only once set */
+	finished++
 }
 
 proctype Setter() {
-	byte old, ch;
+	byte old;
 #if VARIANT == 2
 	old = state;                                    /* BROKEN: check ... */
 	state = SET;                                    /* ... then set: not one swap */
@@ -74,16 +72,15 @@ proctype Setter() {
 	atomic { old = state; state = SET };            /* old := l.state.Swap(latchSet) */
 #endif
 	if
-	:: old == SLEEPING ->                           /* if old == latchSleeping { */
-		ch = park;                              /* close(*l.park.Load()) */
-		assert(ch != 0);
-		assert(!closed[ch]);
-		closed[ch] = true
+	:: old == SLEEPING -> unlock()                  /* if old == latchSleeping { l.park.Unlock() } */
 	:: else -> skip
 	fi;
 	setterDone = true
 }
 
 init {
-	atomic { run Waiter(); run Waiter(); run Setter() }
+	atomic { run Waiter(); run Waiter(); run Waiter(); run Setter() };
+	/* all three have finished: the mutex must be free again for Reset */
+	(finished == 3 && setterDone);
+	assert(park == 0)
 }

@@ -1,27 +1,28 @@
 /*
  * oncelatch.pml: the four-state OnceLatch of ../latch.go, checked exhaustively by spin.
  *
- * Two waiters call Wait while one setter calls SetDone, in every interleaving.
+ * Three waiters call Wait while one setter calls SetDone, in every interleaving, so
+ * the park mutex is handed from the setter through two waiters to the third.
  * Checked:
- *   - no missed wake: a waiter that parks is always released. A waiter blocked forever
- *     on the channel is an invalid end state, which spin reports as an error;
- *   - no wait after SET: once SetDone has returned, any waiter that goes to park finds
- *     the channel already closed (it cannot block for good after the latch is set);
- *   - the setter closes the channel at most once (a second close panics in Go) and
- *     only after a waiter published it (close of a nil channel panics too);
+ *   - no missed wake: every waiter returns. A waiter blocked forever on the park mutex
+ *     is an invalid end state, which spin reports as an error;
+ *   - no wait after SET: a waiter commits to parking (SLEEPY -> SLEEPING) only while the
+ *     latch is not set, and once SetDone has returned no waiter can still be committing;
+ *   - the setter unlocks the park mutex only while it is locked (unlocking an unlocked
+ *     sync.Mutex is a fatal error in Go), and at the end the mutex is unlocked again, so
+ *     Reset leaves a reusable latch;
  *   - Wait returns only when the latch is SET.
  *
  * Go's atomics are sequentially consistent; each one is one Promela statement, a CAS
- * an atomic if. The park channel is modelled by what matters about it: a pointer that
- * is nil or names the channel a waiter made (park), and a sticky closed flag per
- * channel; a receive is the blocking guard (closed[ch]), which like a Go receive on a
- * closed channel passes whether the close came before or after the receiver arrived.
+ * an atomic if. The sync.Mutex is a bit: Lock blocks until it is 0 and sets it, Unlock
+ * asserts it is 1 and clears it. Go allows a mutex locked by one goroutine to be
+ * unlocked by another, which is how SetDone wakes the parked waiter.
  *
  * VARIANT selects the protocol: 0 is latch.go. The broken variants, which spin must
  * reject, are the same file with a different VARIANT line (TestSpinModelsInSync):
- *   1 (oncelatch.broken.pml): no SLEEPY state. The waiter checks the state and then
- *     stores SLEEPING and parks, the obvious three-state latch; a SetDone between the
- *     check and the store sees no sleeper and never wakes it.
+ *   1 (oncelatch.broken.pml): no SLEEPY state. The waiter checks the state, then stores
+ *     SLEEPING and parks, the obvious three-state latch; a SetDone between the check
+ *     and the store sees no sleeper and never wakes it.
  *   2 (oncelatch-setter.broken.pml): the setter checks for a sleeper and then stores
  *     SET, instead of one swap; a waiter that turns SLEEPING in between is missed.
  */
@@ -34,27 +35,26 @@
 #define SET      3
 
 byte state = UNSET;        /* latch.go: OnceLatch.state */
-byte park = 0;             /* latch.go: OnceLatch.park; 0 = nil, else the maker's _pid */
-bool closed[4];            /* closed[ch]: channel ch was closed */
+bit park = 0;              /* latch.go: OnceLatch.park, a sync.Mutex */
 bool setterDone = false;   /* ghost: SetDone has returned */
+byte finished = 0;         /* ghost: waiters that returned */
+
+inline lock()   { atomic { park == 0 -> park = 1 } }
+inline unlock() { assert(park == 1); park = 0 }
 
 proctype Waiter() {
-	byte s, ch;
+	byte s;
+	bool ok;
 	do
 	:: s = state;                                   /* switch l.state.Load() { */
 		if
 		:: s == SET -> break                    /* case latchSet: return */
 #if VARIANT == 1
 		:: s != SET ->                          /* BROKEN: no SLEEPY step */
-			atomic { if                     /* publish the channel as variant 0 does */
-			:: park == 0 -> park = _pid
-			:: else -> skip
-			fi };
+			lock();
 			state = SLEEPING;               /* plain store after the check */
-			ch = park;
-			assert(!setterDone || closed[ch]);
-			closed[ch];                     /* <-ch */
-			break
+			lock();                         /* park */
+			unlock()
 #else
 		:: s == UNSET ->                        /* case latchUnset: */
 			atomic { if                     /* l.state.CompareAndSwap(latchUnset, latchSleepy) */
@@ -62,32 +62,31 @@ proctype Waiter() {
 			:: else -> skip
 			fi }
 		:: s == SLEEPY ->                       /* case latchSleepy: */
-			if
-			:: park == 0 ->                 /* if l.park.Load() == nil { ch := make(chan struct{}) */
-				atomic { if             /* l.park.CompareAndSwap(nil, &ch) */
-				:: park == 0 -> park = _pid
+			lock();                         /* l.park.Lock() */
+			atomic {                        /* if l.state.CompareAndSwap(latchSleepy, latchSleeping) { */
+				ok = (state == SLEEPY);
+				if
+				:: ok -> state = SLEEPING; assert(!setterDone)  /* no commit after SET */
 				:: else -> skip
-				fi }
+				fi
+			}
+			if
+			:: ok -> lock()                 /* l.park.Lock(): park until SetDone unlocks */
 			:: else -> skip
 			fi;
-			atomic { if                     /* l.state.CompareAndSwap(latchSleepy, latchSleeping) */
-			:: state == SLEEPY -> state = SLEEPING
-			:: else -> skip
-			fi }
+			unlock()                        /* l.park.Unlock(): pass it on */
 		:: s == SLEEPING ->                     /* case latchSleeping: */
-			ch = park;                      /* *l.park.Load() */
-			assert(ch != 0);                /* published before SLEEPING: never nil */
-			assert(!setterDone || closed[ch]);  /* no wait after SET */
-			closed[ch];                     /* <-ch: blocks until closed */
-			break                           /* return */
+			lock();                         /* l.park.Lock() */
+			unlock()                        /* l.park.Unlock() */
 #endif
 		fi
 	od;
-	assert(state == SET)                            /* Wait returns only once set */
+	assert(state == SET);                           /* Wait returns only once set */
+	finished++
 }
 
 proctype Setter() {
-	byte old, ch;
+	byte old;
 #if VARIANT == 2
 	old = state;                                    /* BROKEN: check ... */
 	state = SET;                                    /* ... then set: not one swap */
@@ -95,16 +94,15 @@ proctype Setter() {
 	atomic { old = state; state = SET };            /* old := l.state.Swap(latchSet) */
 #endif
 	if
-	:: old == SLEEPING ->                           /* if old == latchSleeping { */
-		ch = park;                              /* close(*l.park.Load()) */
-		assert(ch != 0);
-		assert(!closed[ch]);
-		closed[ch] = true
+	:: old == SLEEPING -> unlock()                  /* if old == latchSleeping { l.park.Unlock() } */
 	:: else -> skip
 	fi;
 	setterDone = true
 }
 
 init {
-	atomic { run Waiter(); run Waiter(); run Setter() }
+	atomic { run Waiter(); run Waiter(); run Waiter(); run Setter() };
+	/* all three have finished: the mutex must be free again for Reset */
+	(finished == 3 && setterDone);
+	assert(park == 0)
 }
