@@ -33,6 +33,18 @@ type Config struct {
 }
 
 // Suite is a named group of cases.
+//
+// To add one, create benchmarks/suite_<name>.go with an init function that calls
+// Register, and keep each body a few lines: set up outside the loop, then
+//
+//	b.ReportAllocs()
+//	for b.Loop() {
+//		... one operation ...
+//	}
+//
+// Cases returns the inputs sized by cfg.Quick. The blitzbench command measures Ours and
+// then each baseline with testing.Benchmark, prints the comparison table and exits
+// non-zero if any body failed; TestRegisteredSuites checks every suite's shape.
 type Suite struct {
 	Name  string // used with -suite NAME: "lockfree", "blitz", "blitz-par", "blitzio"
 	Title string
