@@ -34,7 +34,7 @@ func lockfreeCases(Config) []Case {
 	return []Case{
 		{
 			Name: "DequePushPop",
-			Note: "owner Push then Pop of one item; target <= 5 ns, 0 allocs, >= 3x faster than the mutex slice",
+			Note: "owner Push then Pop of one item; issue target <= 5 ns and >= 3x the mutex slice, but the pair needs 3 locked atomics (Go stores are XCHG), about 20 ns on x86",
 			Ours: Impl{"lockfree.Deque", func(b *testing.B) {
 				d, it := lockfree.NewDeque[lfItem](0), &lfItem{}
 				b.ReportAllocs()
