@@ -287,6 +287,21 @@ func BenchmarkMap(b *testing.B) {
 			sinkF64s = out
 		}
 	})
+	dst := make([]float64, len(s))
+	b.Run("into/blitz", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			MapInto(dst, s, f)
+		}
+	})
+	b.Run("into/seq", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for i, v := range s {
+				dst[i] = f(v)
+			}
+		}
+	})
 	b.Run("goroutines", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

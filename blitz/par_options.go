@@ -5,6 +5,35 @@ import (
 	"sync/atomic"
 )
 
+// Parallel algorithms: how the files fit together.
+//
+// The loops, reductions, slice functions and sorts (files par_*.go, slices_*.go, iter_*.go,
+// sort*.go) are the seeds' "API layer" on top of the pool's Call and Join:
+//
+//   - Every call resolves its options once (parResolve): the pool (WithPool, else Default),
+//     the grain (WithGrain, else about eight leaves per worker, but never below a minimum
+//     that keeps a leaf worth a fork) and whether the input is small enough to run on the
+//     caller's goroutine without touching the pool at all.
+//   - parRun/parReduce are the seeds' parallelFor/parallelReduce: split [lo, hi) in halves,
+//     the left half on this worker, the right half stealable, leaves of at most one grain.
+//     Reductions combine in index order, so combine need only be associative.
+//   - One parState per call carries the stop flag, which is both the early-exit flag
+//     (ForUntil, Find*, Any, All, Try*) and the panic fuse: it is checked at every split and
+//     before every leaf (and inside the built-in leaves), and a leaf that panics sets it
+//     before unwinding, so siblings stop starting work while the pool carries the panic
+//     (as *PanicError with the child's stack) back to the caller.
+//   - Outputs whose positions depend on earlier elements (Filter, Partition, Flatten) use
+//     two passes over fixed chunks: count, prefix-sum, write.
+//   - Sorts: radix for integer and float keys (sort_radix.go), pattern-defeating quicksort
+//     with parallel partitions for the rest (sort_pdq.go), merge sort with parallel merges
+//     for stability (sort_stable.go).
+//
+// Go differs from the Zig seeds in one visible way: the seeds pass comptime function
+// parameters, so the body is inlined into the leaf; Go passes func values, and a leaf calls
+// the user's function indirectly once per element (a few ns). The built-in leaves (Sum,
+// Min, Max, Dot, Index, Fill, the sorts' kernels) avoid that, and the chunked variants
+// (MapReduceChunked, Chunked, For itself) give the user's code whole ranges.
+
 // Option configures one call of a parallel loop, reduction, slice function or sort.
 //
 // Every parallel function takes a trailing opts ...Option, so the same function runs on the
@@ -125,6 +154,15 @@ func (st *parState) leaf(lo, hi int, leaf func(lo, hi int)) {
 	}()
 	leaf(lo, hi)
 	ok = true
+}
+
+// guard blows the fuse if the task it is deferred in did not finish (*ok still false), that
+// is, if it is unwinding from a panic. Deferred as `ok := false; defer st.guard(&ok); ...;
+// ok = true`, it lets the panic continue with the user's frames on the stack.
+func (st *parState) guard(ok *bool) {
+	if !*ok {
+		st.stop.Store(true)
+	}
 }
 
 // parReduce is parRun for leaves that return a value. After the stop flag is set the

@@ -45,6 +45,25 @@ func Map[T, U any](s []T, f func(T) U, opts ...Option) []U {
 	return out
 }
 
+// MapInto stores f(s[i]) in dst[i] for every index, in parallel. It is Map without the
+// allocation: Go zeroes every new slice on the allocating goroutine, which for a large
+// output is a sequential pass as long as the parallel map itself, so reusing dst is the
+// way to make a repeated map scale. It panics if len(dst) != len(s).
+func MapInto[T, U any](dst []U, s []T, f func(T) U, opts ...Option) {
+	if f == nil {
+		parNil("MapInto", "f")
+	}
+	if len(dst) != len(s) {
+		parLenMismatch("MapInto", "dst", "s", len(dst), len(s))
+	}
+	parFor(parResolve(len(s), parMinGrain, opts), len(s), func(lo, hi int) {
+		o := dst[lo:hi]
+		for i, v := range s[lo:hi] {
+			o[i] = f(v)
+		}
+	})
+}
+
 // MapInPlace replaces every element v of s with f(v).
 func MapInPlace[T any](s []T, f func(T) T, opts ...Option) {
 	if f == nil {

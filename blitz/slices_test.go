@@ -213,6 +213,11 @@ func TestMapFilterAndFriends(t *testing.T) {
 				t.Fatalf("Map at %d", i)
 			}
 		}
+		into := make([]float64, n)
+		MapInto(into, s, func(v int64) float64 { return float64(v) / 2 }, opts...)
+		if !slices.Equal(into, m) {
+			t.Fatalf("MapInto differs from Map")
+		}
 		c = slices.Clone(s)
 		MapInPlace(c, func(v int64) int64 { return -v }, opts...)
 		for i := range c {
@@ -298,6 +303,7 @@ func TestSliceBadInput(t *testing.T) {
 	if Sum(out) != 0 {
 		t.Fatal("Scatter wrote before reporting a bad index")
 	}
+	wantPanic(t, "MapInto: len(dst) = 1 != len(s) = 2", func() { MapInto(make([]int, 1), []int{1, 2}, func(v int) int { return v }) })
 	wantPanic(t, "Map: f is nil", func() { Map[int, int]([]int{1}, nil) })
 	wantPanic(t, "Filter: pred is nil", func() { Filter[int](nil, nil) })
 	wantPanic(t, "Count: pred is nil", func() { Count[int](nil, nil) })

@@ -29,7 +29,7 @@ func Sort[T cmp.Ordered](s []T, opts ...Option) {
 	if kind == reflect.Float32 || kind == reflect.Float64 {
 		s = s[sortNaNsFirst(s):]
 	}
-	if sortedOrReversed(s, func(a, b T) bool { return a < b }) {
+	if sortedOrReversedOrdered(c, s) {
 		return
 	}
 	p := unsafe.Pointer(unsafe.SliceData(s))
@@ -129,7 +129,7 @@ func sortNaNsFirst[T cmp.Ordered](s []T) int {
 // non-increasing (reversed, possibly with equal runs) it reverses s and reports true. Both
 // scans stop at the first element that breaks the pattern, so random input pays almost
 // nothing, and sorted, reversed and all-equal inputs cost O(n) instead of a sort.
-func sortedOrReversed[T any](s []T, less func(a, b T) bool) bool {
+func sortedOrReversed[T any](c parCall, s []T, less func(a, b T) bool) bool {
 	i := 1
 	for i < len(s) && !less(s[i], s[i-1]) {
 		i++
@@ -140,17 +140,36 @@ func sortedOrReversed[T any](s []T, less func(a, b T) bool) bool {
 	for i = 1; i < len(s) && !less(s[i-1], s[i]); i++ {
 	}
 	if i >= len(s) {
-		parReverse(s)
+		parReverse(c, s)
 		return true
 	}
 	return false
 }
 
-// parReverse reverses s in parallel.
-func parReverse[T any](s []T) {
+// sortedOrReversedOrdered is sortedOrReversed with the < operator compiled in (no call per
+// element). s has no NaNs.
+func sortedOrReversedOrdered[T cmp.Ordered](c parCall, s []T) bool {
+	i := 1
+	for i < len(s) && !(s[i] < s[i-1]) {
+		i++
+	}
+	if i >= len(s) {
+		return true
+	}
+	for i = 1; i < len(s) && !(s[i-1] < s[i]); i++ {
+	}
+	if i >= len(s) {
+		parReverse(c, s)
+		return true
+	}
+	return false
+}
+
+// parReverse reverses s in parallel on c's pool.
+func parReverse[T any](c parCall, s []T) {
 	n := len(s)
 	half := n / 2
-	parFor(parResolve(half, parMinGrainCheap, nil), half, func(lo, hi int) {
+	parFor(parResolve(half, parMinGrainCheap, []Option{WithPool(c.pool)}), half, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			s[i], s[n-1-i] = s[n-1-i], s[i]
 		}
@@ -160,8 +179,8 @@ func parReverse[T any](s []T) {
 // sortPdq sorts s with the parallel pattern-defeating quicksort.
 func sortPdq[T any](c parCall, s []T, cmp func(a, b T) int) {
 	lim := bits.Len(uint(len(s))) // as slices: allowed bad pivots before heapsort
-	minPar := min(c.grain, pdqParMin)
-	c.pool.Call(func(t *Task) { pdqsortPdq(t, minPar, s, 0, len(s), lim, cmp) })
+	st := &parState{grain: min(c.grain, pdqParMin)}
+	c.pool.Call(func(t *Task) { pdqsortPdq(t, st, s, 0, len(s), lim, cmp) })
 }
 
 // SortFunc sorts s in ascending order as determined by cmp, in parallel, like
@@ -179,7 +198,7 @@ func SortFunc[T any](s []T, cmp func(a, b T) int, opts ...Option) {
 		slices.SortFunc(s, cmp)
 		return
 	}
-	if sortedOrReversed(s, func(a, b T) bool { return cmp(a, b) < 0 }) {
+	if sortedOrReversed(c, s, func(a, b T) bool { return cmp(a, b) < 0 }) {
 		return
 	}
 	sortPdq(c, s, cmp)
@@ -189,7 +208,7 @@ func SortFunc[T any](s []T, cmp func(a, b T) int, opts ...Option) {
 // parallel reversal.
 func SortDesc[T cmp.Ordered](s []T, opts ...Option) {
 	Sort(s, opts...)
-	parReverse(s)
+	parReverse(parResolve(len(s), sortMinGrain, opts), s)
 }
 
 // SortByKey sorts s in ascending order of key(element), in parallel (keys compared with
@@ -265,7 +284,7 @@ func SortStableFunc[T any](s []T, cmp func(a, b T) int, opts ...Option) {
 	for i = 1; i < n && cmp(s[i], s[i-1]) < 0; i++ {
 	}
 	if i == n {
-		parReverse(s)
+		parReverse(c, s)
 		return
 	}
 	buf := make([]T, n)
@@ -273,6 +292,6 @@ func SortStableFunc[T any](s []T, cmp func(a, b T) int, opts ...Option) {
 		stableSortSeq(s, buf, cmp)
 		return
 	}
-	minPar := min(c.grain, stableParMin)
-	c.pool.Call(func(t *Task) { stableRec(t, minPar, s, buf, false, cmp) })
+	st := &parState{grain: min(c.grain, stableParMin)}
+	c.pool.Call(func(t *Task) { stableRec(t, st, s, buf, false, cmp) })
 }

@@ -66,10 +66,10 @@ func heapSortPdq[E any](data []E, a, b int, cmp func(a, b E) int) {
 // limit is the number of allowed bad (very unbalanced) pivots before falling back to heapsort.
 //
 // t is nil for a sequential sort; otherwise, when both sides of a partition are longer than
-// minPar, they are sorted in parallel with Join (the pivot between them is never touched
+// st.grain, they are sorted in parallel with Join (the pivot between them is never touched
 // again, so the two tasks write disjoint index ranges; reading data[a-1] below only reads an
 // earlier pivot, which no task writes).
-func pdqsortPdq[E any](t *Task, minPar int, data []E, a, b, limit int, cmp func(a, b E) int) {
+func pdqsortPdq[E any](t *Task, st *parState, data []E, a, b, limit int, cmp func(a, b E) int) {
 	const maxInsertion = 12
 
 	var (
@@ -78,6 +78,9 @@ func pdqsortPdq[E any](t *Task, minPar int, data []E, a, b, limit int, cmp func(
 	)
 
 	for {
+		if st.stop.Load() {
+			return // a comparison panicked in another task: the result is discarded
+		}
 		length := b - a
 
 		if length <= maxInsertion {
@@ -127,30 +130,49 @@ func pdqsortPdq[E any](t *Task, minPar int, data []E, a, b, limit int, cmp func(
 
 		leftLen, rightLen := mid-a, b-mid
 		balanceThreshold := length / 8
-		if t != nil && leftLen > minPar && rightLen > minPar {
+		if leftLen > st.grain && rightLen > st.grain {
 			bal := min(leftLen, rightLen) >= balanceThreshold
 			// After a parallel split each side starts its own loop; the hints that the
 			// sequential loop carries over (wasBalanced, wasPartitioned) are passed on
 			// by breaking patterns eagerly when the split was unbalanced.
-			l, lim := a, limit
+			lim := limit
 			if !bal {
 				lim--
 			}
-			Join(t,
-				func(t *Task) { pdqsortPdq(t, minPar, data, l, mid, lim, cmp) },
-				func(t *Task) { pdqsortPdq(t, minPar, data, mid+1, b, lim, cmp) })
+			pdqFork(t, st, data, a, mid, b, lim, cmp)
 			return
 		}
 		if leftLen < rightLen {
 			wasBalanced = leftLen >= balanceThreshold
-			pdqsortPdq(t, minPar, data, a, mid, limit, cmp)
+			pdqsortPdq(t, st, data, a, mid, limit, cmp)
 			a = mid + 1
 		} else {
 			wasBalanced = rightLen >= balanceThreshold
-			pdqsortPdq(t, minPar, data, mid+1, b, limit, cmp)
+			pdqsortPdq(t, st, data, mid+1, b, limit, cmp)
 			b = mid
 		}
 	}
+}
+
+// pdqFork sorts data[a:mid] and data[mid+1:b] in parallel. It is a separate function so
+// that the closures capture its unchanging parameters: capturing pdqsortPdq's loop
+// variables a and b would move them to the heap on every (also sequential) call.
+// A panicking comparison blows st's fuse before it unwinds, so the other tasks stop at
+// their next partition instead of finishing a sort whose result is discarded.
+func pdqFork[E any](t *Task, st *parState, data []E, a, mid, b, limit int, cmp func(a, b E) int) {
+	Join(t,
+		func(t *Task) {
+			ok := false
+			defer st.guard(&ok)
+			pdqsortPdq(t, st, data, a, mid, limit, cmp)
+			ok = true
+		},
+		func(t *Task) {
+			ok := false
+			defer st.guard(&ok)
+			pdqsortPdq(t, st, data, mid+1, b, limit, cmp)
+			ok = true
+		})
 }
 
 // partitionPdq does one quicksort partition.

@@ -71,9 +71,12 @@ func stableSortSeq[T any](a, buf []T, cmp func(a, b T) int) {
 }
 
 // stableRec sorts a stably; the result ends in buf if toBuf, else in a.
-func stableRec[T any](t *Task, minPar int, a, buf []T, toBuf bool, cmp func(a, b T) int) {
+func stableRec[T any](t *Task, st *parState, a, buf []T, toBuf bool, cmp func(a, b T) int) {
 	n := len(a)
-	if n <= minPar {
+	if st.stop.Load() {
+		return // a comparison panicked in another task: the result is discarded
+	}
+	if n <= st.grain {
 		stableSortSeq(a, buf, cmp)
 		if toBuf {
 			copy(buf, a)
@@ -82,19 +85,32 @@ func stableRec[T any](t *Task, minPar int, a, buf []T, toBuf bool, cmp func(a, b
 	}
 	mid := n / 2
 	Join(t,
-		func(t *Task) { stableRec(t, minPar, a[:mid], buf[:mid], !toBuf, cmp) },
-		func(t *Task) { stableRec(t, minPar, a[mid:], buf[mid:], !toBuf, cmp) })
+		func(t *Task) {
+			ok := false
+			defer st.guard(&ok)
+			stableRec(t, st, a[:mid], buf[:mid], !toBuf, cmp)
+			ok = true
+		},
+		func(t *Task) {
+			ok := false
+			defer st.guard(&ok)
+			stableRec(t, st, a[mid:], buf[mid:], !toBuf, cmp)
+			ok = true
+		})
 	src, dst := buf, a
 	if toBuf {
 		src, dst = a, buf
 	}
-	parMerge(t, minPar, src[:mid], src[mid:], dst, cmp)
+	parMerge(t, st, src[:mid], src[mid:], dst, cmp)
 }
 
 // parMerge merges the sorted runs x and y into out, stably, splitting large merges into two
 // independent merges around the middle element of the longer run.
-func parMerge[T any](t *Task, minPar int, x, y, out []T, cmp func(a, b T) int) {
-	if len(out) <= minPar || len(x) == 0 || len(y) == 0 {
+func parMerge[T any](t *Task, st *parState, x, y, out []T, cmp func(a, b T) int) {
+	if st.stop.Load() {
+		return
+	}
+	if len(out) <= st.grain || len(x) == 0 || len(y) == 0 {
 		mergeSeq(x, y, out, cmp)
 		return
 	}
@@ -110,8 +126,18 @@ func parMerge[T any](t *Task, minPar int, x, y, out []T, cmp func(a, b T) int) {
 	}
 	k := xi + yj
 	Join(t,
-		func(t *Task) { parMerge(t, minPar, x[:xi], y[:yj], out[:k], cmp) },
-		func(t *Task) { parMerge(t, minPar, x[xi:], y[yj:], out[k:], cmp) })
+		func(t *Task) {
+			ok := false
+			defer st.guard(&ok)
+			parMerge(t, st, x[:xi], y[:yj], out[:k], cmp)
+			ok = true
+		},
+		func(t *Task) {
+			ok := false
+			defer st.guard(&ok)
+			parMerge(t, st, x[xi:], y[yj:], out[k:], cmp)
+			ok = true
+		})
 }
 
 // searchFirst returns the smallest index i such that f(s[i]) is true, or len(s); f must be

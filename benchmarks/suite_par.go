@@ -1,0 +1,339 @@
+package benchmarks
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/blitzgo/blitz/blitz"
+)
+
+// The blitz-par suite measures blitz's parallel loops, slice functions and sorts beside
+// what a Go programmer would otherwise write: the plain sequential loop or the slices
+// function, and a goroutine-per-chunk version (the errgroup pattern: one goroutine per
+// GOMAXPROCS chunk and a wait). Inputs are built once per case when the suite runs; -quick
+// uses inputs about ten times smaller. Mirrors blitz/par_bench_test.go.
+
+func init() {
+	Register(Suite{
+		Name:  "blitz-par",
+		Title: "blitz parallel loops, slice functions and sorts against sequential Go and goroutine-per-chunk",
+		Cases: bparCases,
+	})
+}
+
+// bparChunks runs f on GOMAXPROCS chunks of [0, n), one goroutine each, and waits: the
+// errgroup.Group pattern without its error plumbing.
+func bparChunks(n int, f func(lo, hi int)) {
+	w := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for i := range w {
+		lo, hi := i*n/w, (i+1)*n/w
+		wg.Add(1)
+		go func() { defer wg.Done(); f(lo, hi) }()
+	}
+	wg.Wait()
+}
+
+var (
+	bparSinkI64 int64
+	bparSinkInt int
+	bparSinkAny any
+)
+
+func bparLoopSum(s []int64) int64 {
+	var t int64
+	for _, v := range s {
+		t += v
+	}
+	return t
+}
+
+// bparGBs reports bytes per nanosecond (GB/s) of one iteration over bytes.
+func bparGBs(b *testing.B, bytes int) {
+	b.SetBytes(int64(bytes))
+	if ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N); ns > 0 {
+		b.ReportMetric(float64(bytes)/ns, "GB/s")
+	}
+}
+
+func bparRandU64(n int, seed uint64) []uint64 {
+	r := rand.New(rand.NewPCG(seed, 7))
+	s := make([]uint64, n)
+	for i := range s {
+		s[i] = r.Uint64()
+	}
+	return s
+}
+
+// bparSortImpl measures sort on a fresh copy of in per iteration (the copy is untimed).
+func bparSortImpl(name string, in func() []uint64, sort func([]uint64)) Impl {
+	return Impl{name, func(b *testing.B) {
+		src := in()
+		w := make([]uint64, len(src))
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			copy(w, src)
+			b.StartTimer()
+			sort(w)
+		}
+	}}
+}
+
+type bparRec struct {
+	id    int64
+	score float64
+}
+
+func bparCases(cfg Config) []Case {
+	big, n := 100_000_000, 10_000_000
+	if cfg.Quick {
+		big, n = 8_000_000, 1_000_000
+	}
+	var (
+		once                    sync.Once
+		sumIn                   []int64
+		random, sorted, reverse []uint64
+	)
+	// Inputs are built on first use, so listing the cases costs nothing.
+	setup := func() {
+		once.Do(func() {
+			sumIn = make([]int64, big)
+			for i := range sumIn {
+				sumIn[i] = int64(i)
+			}
+			random = bparRandU64(n, 1)
+			sorted = slices.Clone(random)
+			slices.Sort(sorted)
+			reverse = slices.Clone(sorted)
+			slices.Reverse(reverse)
+		})
+	}
+	sumCase := func(name string, size int, metric string, note string) Case {
+		in := func() []int64 { setup(); return sumIn[:size] }
+		report := func(b *testing.B) {
+			if metric != "" {
+				bparGBs(b, 8*size)
+			}
+		}
+		c := Case{
+			Name: name, Note: note, Metric: metric, HigherIsBetter: metric != "",
+			Ours: Impl{"blitz.Sum", func(b *testing.B) {
+				s := in()
+				b.ReportAllocs()
+				for b.Loop() {
+					bparSinkI64 = blitz.Sum(s)
+				}
+				report(b)
+			}},
+			Baselines: []Impl{
+				{"loop", func(b *testing.B) {
+					s := in()
+					b.ReportAllocs()
+					for b.Loop() {
+						bparSinkI64 = bparLoopSum(s)
+					}
+					report(b)
+				}},
+				{"goroutines", func(b *testing.B) {
+					s := in()
+					b.ReportAllocs()
+					for b.Loop() {
+						var mu sync.Mutex
+						var t int64
+						bparChunks(len(s), func(lo, hi int) {
+							x := bparLoopSum(s[lo:hi])
+							mu.Lock()
+							t += x
+							mu.Unlock()
+						})
+						bparSinkI64 = t
+					}
+					report(b)
+				}},
+			},
+		}
+		if metric != "" {
+			c.Baselines = append(c.Baselines, Impl{"copy (bandwidth)", func(b *testing.B) {
+				s := in()
+				dst := make([]int64, len(s))
+				copy(dst, s) // fault the pages in before timing
+				b.ReportAllocs()
+				for b.Loop() {
+					bparChunks(len(s), func(lo, hi int) { copy(dst[lo:hi], s[lo:hi]) })
+				}
+				report(b)
+			}})
+		}
+		return c
+	}
+	sortCase := func(name, note string, in func() []uint64, ours func([]uint64), base []Impl) Case {
+		return Case{Name: name, Note: note, Ours: bparSortImpl("blitz", in, ours), Baselines: base}
+	}
+	rnd := func() []uint64 { setup(); return random }
+	srt := func() []uint64 { setup(); return sorted }
+	rev := func() []uint64 { setup(); return reverse }
+	eq := func() []uint64 { return make([]uint64, n) }
+	cmpU := cmp.Compare[uint64]
+	recs := func() []bparRec {
+		r := rand.New(rand.NewPCG(3, 4))
+		s := make([]bparRec, n)
+		for i := range s {
+			s[i] = bparRec{int64(i), r.Float64()}
+		}
+		return s
+	}
+	score := func(r bparRec) float64 { return r.score }
+
+	return []Case{
+		sumCase("Sum/100M", big, "GB/s", "target >= 25 GB/s (Rayon 2 threads: ~28 GB/s); copy = the machine's bandwidth"),
+		sumCase("Sum/1000", 1000, "", "target <= 1.2x the plain loop (small inputs never touch the pool)"),
+		sortCase("Sort/random", "target >= 5x slices.Sort (Rayon par_sort_unstable ~150 ms for 10M)", rnd,
+			func(w []uint64) { blitz.Sort(w) }, []Impl{bparSortImpl("slices.Sort", rnd, slices.Sort[[]uint64])}),
+		sortCase("Sort/sorted", "target <= 0.2x of Sort/random", srt,
+			func(w []uint64) { blitz.Sort(w) }, []Impl{bparSortImpl("slices.Sort", srt, slices.Sort[[]uint64])}),
+		sortCase("Sort/reversed", "target <= 0.2x of Sort/random", rev,
+			func(w []uint64) { blitz.Sort(w) }, []Impl{bparSortImpl("slices.Sort", rev, slices.Sort[[]uint64])}),
+		sortCase("Sort/equal", "target <= 0.2x of Sort/random", eq,
+			func(w []uint64) { blitz.Sort(w) }, []Impl{bparSortImpl("slices.Sort", eq, slices.Sort[[]uint64])}),
+		sortCase("SortFunc/random", "target >= 1.7x slices.SortFunc", rnd,
+			func(w []uint64) { blitz.SortFunc(w, cmpU) },
+			[]Impl{bparSortImpl("slices.SortFunc", rnd, func(w []uint64) { slices.SortFunc(w, cmpU) })}),
+		sortCase("SortStableFunc/random", "target >= 4x slices.SortStableFunc (Rayon par_sort ~400 ms)", rnd,
+			func(w []uint64) { blitz.SortStableFunc(w, cmpU) },
+			[]Impl{bparSortImpl("slices.SortStableFunc", rnd, func(w []uint64) { slices.SortStableFunc(w, cmpU) })}),
+		{
+			Name: "FindFirst/at0", Note: "match at index 0 of 10M; target <= 10 us (Rayon ~15-20 us)",
+			Ours: Impl{"blitz.FindFirst", func(b *testing.B) {
+				s := make([]int64, n)
+				s[0] = 1
+				b.ReportAllocs()
+				for b.Loop() {
+					_, bparSinkInt, _ = blitz.FindFirst(s, func(v int64) bool { return v == 1 })
+				}
+			}},
+			Baselines: []Impl{{"slices.IndexFunc", func(b *testing.B) {
+				s := make([]int64, n)
+				s[0] = 1
+				b.ReportAllocs()
+				for b.Loop() {
+					bparSinkInt = slices.IndexFunc(s, func(v int64) bool { return v == 1 })
+				}
+			}}},
+		},
+		{
+			Name: "Any/early", Note: "match at index 10 of 10M; target <= 10 us",
+			Ours: Impl{"blitz.Any", func(b *testing.B) {
+				s := make([]int64, n)
+				s[10] = 1
+				b.ReportAllocs()
+				for b.Loop() {
+					bparSinkAny = blitz.Any(s, func(v int64) bool { return v == 1 })
+				}
+			}},
+			Baselines: []Impl{{"slices.ContainsFunc", func(b *testing.B) {
+				s := make([]int64, n)
+				s[10] = 1
+				b.ReportAllocs()
+				for b.Loop() {
+					bparSinkAny = slices.ContainsFunc(s, func(v int64) bool { return v == 1 })
+				}
+			}}},
+		},
+		{
+			Name: "MinByKey", Note: "10M records; target >= 1.7x sequential",
+			Ours: Impl{"blitz.MinByKey", func(b *testing.B) {
+				s := recs()
+				b.ReportAllocs()
+				for b.Loop() {
+					bparSinkAny, _ = blitz.MinByKey(s, score)
+				}
+			}},
+			Baselines: []Impl{
+				{"loop", func(b *testing.B) {
+					s := recs()
+					b.ReportAllocs()
+					for b.Loop() {
+						best := s[0]
+						for _, r := range s[1:] {
+							if r.score < best.score {
+								best = r
+							}
+						}
+						bparSinkAny = best
+					}
+				}},
+				{"slices.MinFunc", func(b *testing.B) {
+					s := recs()
+					b.ReportAllocs()
+					for b.Loop() {
+						bparSinkAny = slices.MinFunc(s, func(a, b bparRec) int { return cmp.Compare(a.score, b.score) })
+					}
+				}},
+			},
+		},
+		{
+			Name: "Map", Note: "10M uint64 -> float64 into a new slice; target >= 1.7x sequential",
+			Ours: Impl{"blitz.Map", func(b *testing.B) {
+				s := rnd()
+				b.ReportAllocs()
+				for b.Loop() {
+					bparSinkAny = blitz.Map(s, func(v uint64) float64 { return float64(v>>11) * 0x1p-53 })
+				}
+			}},
+			Baselines: []Impl{
+				{"loop", func(b *testing.B) {
+					s := rnd()
+					b.ReportAllocs()
+					for b.Loop() {
+						out := make([]float64, len(s))
+						for i, v := range s {
+							out[i] = float64(v>>11) * 0x1p-53
+						}
+						bparSinkAny = out
+					}
+				}},
+				{"goroutines", func(b *testing.B) {
+					s := rnd()
+					b.ReportAllocs()
+					for b.Loop() {
+						out := make([]float64, len(s))
+						bparChunks(len(s), func(lo, hi int) {
+							for i := lo; i < hi; i++ {
+								out[i] = float64(s[i]>>11) * 0x1p-53
+							}
+						})
+						bparSinkAny = out
+					}
+				}},
+			},
+		},
+		{
+			Name: "Filter", Note: "10M uint64, 50% kept, order preserved; target >= 1.7x sequential",
+			Ours: Impl{"blitz.Filter", func(b *testing.B) {
+				s := rnd()
+				b.ReportAllocs()
+				for b.Loop() {
+					bparSinkAny = blitz.Filter(s, func(v uint64) bool { return v&1 == 0 })
+				}
+			}},
+			Baselines: []Impl{{"loop", func(b *testing.B) {
+				s := rnd()
+				b.ReportAllocs()
+				for b.Loop() {
+					var out []uint64
+					for _, v := range s {
+						if v&1 == 0 {
+							out = append(out, v)
+						}
+					}
+					bparSinkAny = out
+				}
+			}}},
+		},
+	}
+}
