@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -34,6 +36,9 @@ type ImplResult struct {
 	// ours is faster, or higher for HigherIsBetter metrics). Zero for ours or when either
 	// figure is missing.
 	Ratio float64 `json:"ratio,omitempty"`
+	// Samples holds the figure of every round when the command ran with -count > 1;
+	// Value is their median.
+	Samples []float64 `json:"samples,omitempty"`
 	// Error is set when the body failed, skipped, or did not report the case's metric.
 	Error string `json:"error,omitempty"`
 }
@@ -64,6 +69,7 @@ type Report struct {
 	GOMAXPROCS int           `json:"gomaxprocs"`
 	CPU        string        `json:"cpu,omitempty"`
 	Benchtime  string        `json:"benchtime"`
+	Count      int           `json:"count"`
 	Quick      bool          `json:"quick"`
 	Suites     []SuiteResult `json:"suites"`
 }
@@ -106,6 +112,10 @@ type RunOptions struct {
 	Progress io.Writer
 	// Bench measures one body; nil means testing.Benchmark. Tests substitute it.
 	Bench func(func(*testing.B)) testing.BenchmarkResult
+	// Count is how many times each implementation is measured (0 means 1). The rounds
+	// alternate between the implementations of a case, so a change in the machine's
+	// load hits all of them, and the result kept is the median round.
+	Count int
 }
 
 // RunSuite measures every case of s, ours first and then each baseline, one after the
@@ -129,16 +139,27 @@ func RunSuite(s Suite, opt RunOptions) SuiteResult {
 			cr.Unit = "ns/op"
 		}
 		impls := append([]Impl{c.Ours}, c.Baselines...)
-		for j, impl := range impls {
-			ir := measure(bench, impl, cr.Unit)
-			ir.Ours = j == 0
-			if opt.Progress != nil {
-				fig := ir.Error
-				if fig == "" {
-					fig = fmt.Sprintf("%s %s, %d allocs/op (N=%d)", formatValue(ir.Value), cr.Unit, ir.AllocsPerOp, ir.N)
+		rounds := make([][]ImplResult, len(impls))
+		for round := range max(opt.Count, 1) {
+			for j, impl := range impls {
+				ir := measure(bench, impl, cr.Unit)
+				if opt.Progress != nil {
+					fig := ir.Error
+					if fig == "" {
+						fig = fmt.Sprintf("%s %s, %d allocs/op (N=%d)", formatValue(ir.Value), cr.Unit, ir.AllocsPerOp, ir.N)
+					}
+					label := ""
+					if opt.Count > 1 {
+						label = fmt.Sprintf(" (round %d/%d)", round+1, opt.Count)
+					}
+					fmt.Fprintf(opt.Progress, "[%s %d/%d] %s / %s%s: %s\n", s.Name, i+1, len(selected), c.Name, ir.Name, label, fig)
 				}
-				fmt.Fprintf(opt.Progress, "[%s %d/%d] %s / %s: %s\n", s.Name, i+1, len(selected), c.Name, ir.Name, fig)
+				rounds[j] = append(rounds[j], ir)
 			}
+		}
+		for j, rs := range rounds {
+			ir := median(rs)
+			ir.Ours = j == 0
 			cr.Impls = append(cr.Impls, ir)
 		}
 		ours := cr.Impls[0]
@@ -148,6 +169,27 @@ func RunSuite(s Suite, opt RunOptions) SuiteResult {
 		out.Cases = append(out.Cases, cr)
 	}
 	return out
+}
+
+// median returns the round with the median figure, with every round's figure in
+// Samples when there was more than one. A failed round makes the result failed: a body
+// that fails now and then is broken.
+func median(rounds []ImplResult) ImplResult {
+	if len(rounds) == 1 {
+		return rounds[0]
+	}
+	for _, r := range rounds {
+		if r.Error != "" {
+			return r
+		}
+	}
+	sorted := slices.Clone(rounds)
+	slices.SortFunc(sorted, func(a, b ImplResult) int { return cmp.Compare(a.Value, b.Value) })
+	m := sorted[(len(sorted)-1)/2]
+	for _, r := range rounds {
+		m.Samples = append(m.Samples, r.Value)
+	}
+	return m
 }
 
 func measure(bench func(func(*testing.B)) testing.BenchmarkResult, impl Impl, unit string) ImplResult {
@@ -240,6 +282,10 @@ func tableRows(s SuiteResult) [][]string {
 			fig, allocs := ir.Error, "-"
 			if ir.Error == "" {
 				fig = formatValue(ir.Value) + " " + ir.Unit
+				if len(ir.Samples) > 1 {
+					// The spread of the rounds: how far to trust the median.
+					fig += fmt.Sprintf(" [%s..%s]", formatValue(slices.Min(ir.Samples)), formatValue(slices.Max(ir.Samples)))
+				}
 				allocs = fmt.Sprint(ir.AllocsPerOp)
 			}
 			rows = append(rows, []string{name, ir.Name + " (" + role + ")", fig, allocs, ratioText})
@@ -284,6 +330,9 @@ func WriteMarkdown(w io.Writer, r *Report, charts bool) error {
 		fmt.Fprintf(&sb, ", %s", r.CPU)
 	}
 	fmt.Fprintf(&sb, ", benchtime %s", r.Benchtime)
+	if r.Count > 1 {
+		fmt.Fprintf(&sb, ", median of %d rounds", r.Count)
+	}
 	if r.Quick {
 		sb.WriteString(", quick mode")
 	}

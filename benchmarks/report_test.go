@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,27 @@ func TestRunSuite(t *testing.T) {
 	thr := res.Cases[1]
 	if thr.Unit != "GB/s" || thr.Impls[0].Value != 2 || thr.Impls[1].Ratio != 0.5 {
 		t.Errorf("Throughput = %+v, want ours 2 GB/s at 0.5x of 4 GB/s", thr)
+	}
+}
+
+func TestRunSuiteCountMedian(t *testing.T) {
+	s := Suite{Name: "m", Title: "m", Cases: func(Config) []Case {
+		return []Case{{Name: "C", Ours: Impl{"ours", noop}, Baselines: []Impl{{"base", noop}}}}
+	}}
+	ns := func(v int) testing.BenchmarkResult { return testing.BenchmarkResult{N: 1, T: time.Duration(v)} }
+	// The rounds alternate: ours, base, ours, base, ours, base.
+	res := RunSuite(s, RunOptions{Count: 3, Bench: fakeBench(ns(30), ns(90), ns(10), ns(50), ns(20), ns(70))})
+	ours, base := res.Cases[0].Impls[0], res.Cases[0].Impls[1]
+	if ours.Value != 20 || !slices.Equal(ours.Samples, []float64{30, 10, 20}) || !ours.Ours {
+		t.Errorf("ours = %+v, want the median 20 of 30, 10, 20", ours)
+	}
+	if base.Value != 70 || base.Ratio != 3.5 {
+		t.Errorf("base = %+v, want the median 70 and ratio 3.5", base)
+	}
+	var table strings.Builder
+	WriteTable(&table, res)
+	if !strings.Contains(table.String(), "20.0 ns/op [10.0..30.0]") {
+		t.Errorf("table does not show the spread of the rounds:\n%s", table.String())
 	}
 }
 

@@ -15,6 +15,8 @@
 //	-run REGEXP        run only the cases whose name matches
 //	-quick             smaller inputs and a 200ms benchtime: the whole run in about a minute
 //	-benchtime D       time per measurement (default 1s, or 200ms with -quick)
+//	-count N           measure each implementation N times, alternating between the
+//	                   implementations of a case, and report the median (default 1)
 //	-json FILE         also write the results as JSON to FILE ("-" for stdout, which then
 //	                   replaces the tables)
 //	-out DIR           write DIR/report.md, DIR/results.json and one DIR/<suite>.svg chart
@@ -48,6 +50,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		runArg    = fs.String("run", "", "run only the cases whose name matches `regexp`")
 		quick     = fs.Bool("quick", false, "smaller inputs and benchtime 200ms: the whole run in about a minute")
 		benchtime = fs.Duration("benchtime", 0, "time per measurement `d` (default 1s, or 200ms with -quick)")
+		count     = fs.Int("count", 1, "measure each implementation `n` times, alternating within a case, and keep the median")
 		jsonPath  = fs.String("json", "", "also write results as JSON to `file` (\"-\": stdout, instead of the tables)")
 		outDir    = fs.String("out", "", "write report.md, results.json and <suite>.svg charts into `dir`")
 	)
@@ -114,6 +117,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "blitzbench: -benchtime must be positive")
 		return 2
 	}
+	if *count < 1 {
+		fmt.Fprintln(stderr, "blitzbench: -count must be at least 1")
+		return 2
+	}
 	// testing.Benchmark reads its duration from the testing package's flag, which only
 	// exists after testing.Init; setting it on the default flag set keeps those test
 	// flags out of our own -help.
@@ -124,6 +131,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	report := benchmarks.NewReport(bt, *quick)
+	report.Count = *count
 	fmt.Fprintf(stderr, "blitzbench: %s %s/%s, %d CPUs, GOMAXPROCS %d, %s; benchtime %s\n",
 		report.GoVersion, report.GOOS, report.GOARCH, report.NumCPU, report.GOMAXPROCS, report.CPU, bt)
 	tablesTo := stdout
@@ -132,7 +140,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, s := range suites {
 		fmt.Fprintf(stderr, "blitzbench: suite %s: %s\n", s.Name, s.Title)
-		res := benchmarks.RunSuite(s, benchmarks.RunOptions{Config: cfg, Filter: filter, Progress: stderr})
+		res := benchmarks.RunSuite(s, benchmarks.RunOptions{Config: cfg, Filter: filter, Progress: stderr, Count: *count})
 		report.Suites = append(report.Suites, res)
 		if err := benchmarks.WriteTable(tablesTo, res); err != nil {
 			fmt.Fprintln(stderr, "blitzbench:", err)

@@ -32,6 +32,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-run", "("}, "-run: error parsing regexp"},
 		{[]string{"stray"}, "unexpected arguments"},
 		{[]string{"-benchtime", "-1s"}, "-benchtime must be positive"},
+		{[]string{"-count", "0"}, "-count must be at least 1"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(c.args, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), c.want) {
