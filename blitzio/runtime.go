@@ -308,28 +308,31 @@ func (rt *Runtime) shutdownTasks() {
 	// own queues and exit.
 	rt.workersDone.Wait()
 	rt.blocking.shutdown()
-	// Now nothing polls any more. Drop what is left: the injection queue, then every
-	// task still alive (idle tasks waiting for a waker are in no queue). The owned list
-	// is closed first, so a Spawn racing with us is refused instead of lost.
-	for h := rt.inject.pop(); h != nil; h = rt.inject.pop() {
-		if h.state.toShutdown() {
-			h.cancelOwned(nil)
-		}
-	}
-	for _, h := range rt.owned.closeAndTake() {
+	// Now nothing polls any more. Close the owned list first, so that a Spawn racing
+	// with us is refused instead of feeding the queues forever; then drop what is left:
+	// the injection queue, and every task still alive (idle tasks waiting for a waker are
+	// in no queue). Each task can be pushed again only by an idle -> scheduled transition,
+	// and once we own it that cannot happen, so the drains below terminate.
+	live := rt.owned.closeAndTake()
+	rt.dropInjected()
+	for _, h := range live {
 		if h.state.toShutdown() {
 			h.cancelOwned(nil)
 		}
 	}
 	// Cancellation woke join wakers of other (already dropped) tasks into the injection
 	// queue; clear it so the runtime holds no task.
+	rt.dropInjected()
+	rt.timers.clear()
+	close(rt.finished)
+}
+
+func (rt *Runtime) dropInjected() {
 	for h := rt.inject.pop(); h != nil; h = rt.inject.pop() {
 		if h.state.toShutdown() {
 			h.cancelOwned(nil)
 		}
 	}
-	rt.timers.clear()
-	close(rt.finished)
 }
 
 // parker is the Waker target of a plain goroutine blocked in BlockOn or Wait.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package stress
+
+const bioRaceOn = false
