@@ -344,7 +344,7 @@ func SleepingTaskBytes(n int) float64 {
 	for i := range hs {
 		hs[i] = Spawn(rt, Sleep(60*time.Second))
 	}
-	for rt.timers.count.Load() < int64(n) {
+	for int64(rt.timerCount()) < int64(n) {
 		time.Sleep(time.Millisecond)
 	}
 	after := memInUse()
@@ -407,6 +407,25 @@ func BenchmarkSleepStartDrop(b *testing.B) {
 			s := Sleep(time.Minute)
 			s.Poll(cx)
 			s.Drop()
+		}
+	})
+	b.Run("blitzio-reused", func(b *testing.B) {
+		rt := benchRT(b)
+		cx := NewContext(rt, Waker{})
+		s := Sleep(time.Minute)
+		b.ReportAllocs()
+		for b.Loop() {
+			s.Poll(cx)
+			s.Reset(time.Minute)
+		}
+	})
+	b.Run("time.Timer-reused", func(b *testing.B) {
+		t := time.AfterFunc(time.Hour, func() {})
+		t.Stop()
+		b.ReportAllocs()
+		for b.Loop() {
+			t.Reset(time.Minute)
+			t.Stop()
 		}
 	})
 	b.Run("time.AfterFunc", func(b *testing.B) {

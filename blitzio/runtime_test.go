@@ -414,8 +414,8 @@ func TestShutdownDropsEverythingNoLeak(t *testing.T) {
 	if want := int64((n + 2) / 3); drops.Load() != want {
 		t.Errorf("drops = %d, want %d", drops.Load(), want)
 	}
-	if rt.owned.len() != 0 || rt.timers.count.Load() != 0 {
-		t.Errorf("runtime still holds %d tasks, %d timers", rt.owned.len(), rt.timers.count.Load())
+	if rt.owned.len() != 0 || int64(rt.timerCount()) != 0 {
+		t.Errorf("runtime still holds %d tasks, %d timers", rt.owned.len(), int64(rt.timerCount()))
 	}
 	// Spawning after Close reports ErrCancelled instead of hanging.
 	if _, err := Spawn(rt, Ready(1)).Wait(); !errors.Is(err, ErrCancelled) {

@@ -33,21 +33,26 @@ type SleepFuture struct {
 	entry    timerEntry
 	rt       *Runtime
 	waker    Waker // the waker registered with the entry (owned by the poller)
-	d        time.Duration
-	until    time.Time
-	absolute bool
-	// atElapsed, when set, is the deadline as runtime-elapsed time (Interval's ticks).
-	atElapsed    time.Duration
-	hasAtElapsed bool
-	state        uint8
+	// d is the duration (mode sleepRelative) or the deadline as runtime-elapsed time
+	// (mode sleepAtElapsed, Interval's ticks); until is the deadline of SleepUntil.
+	d     time.Duration
+	until time.Time
+	mode  uint8
+	state uint8
 }
+
+const (
+	sleepRelative uint8 = iota
+	sleepUntil
+	sleepAtElapsed
+)
 
 // Sleep returns a future that is ready d after its first poll (a duration counts from
 // the first poll, not from the call). It panics if polled outside a runtime.
 func Sleep(d time.Duration) *SleepFuture { return &SleepFuture{d: d} }
 
 // SleepUntil returns a future that is ready at t on the runtime's clock.
-func SleepUntil(t time.Time) *SleepFuture { return &SleepFuture{until: t, absolute: true} }
+func SleepUntil(t time.Time) *SleepFuture { return &SleepFuture{until: t, mode: sleepUntil} }
 
 // Poll implements Future.
 func (s *SleepFuture) Poll(cx *Context) (struct{}, bool) {
@@ -60,11 +65,12 @@ func (s *SleepFuture) Poll(cx *Context) (struct{}, bool) {
 		s.rt = rt
 		now := rt.elapsed()
 		var at time.Duration
-		if s.hasAtElapsed {
-			at = s.atElapsed
-		} else if s.absolute {
+		switch s.mode {
+		case sleepAtElapsed:
+			at = s.d
+		case sleepUntil:
 			at = rt.toElapsed(s.until)
-		} else {
+		default:
 			at = now + s.d
 			if s.d > 0 && at < now { // overflow: sleep "forever"
 				at = 1<<63 - 1
@@ -104,13 +110,24 @@ func (s *SleepFuture) Drop() {
 	s.waker = Waker{}
 }
 
+// Reset re-arms the sleep to finish d after its next poll, removing its current timer
+// if it has one. A reset sleep may be polled again: reusing one SleepFuture for a series
+// of timeouts costs no allocation.
+func (s *SleepFuture) Reset(d time.Duration) {
+	if s.state == sleepRegistered && !s.entry.fired.Load() {
+		s.rt.cancelTimer(&s.entry)
+	}
+	s.entry.fired.Store(false)
+	s.d, s.mode, s.state = d, sleepRelative, sleepNew
+}
+
 // resetAt re-arms the sleep for the absolute elapsed time at (Interval's ticks).
 func (s *SleepFuture) resetAt(at time.Duration) {
 	if s.state == sleepRegistered && !s.entry.fired.Load() {
 		s.rt.cancelTimer(&s.entry)
 	}
 	s.entry.fired.Store(false)
-	s.atElapsed, s.hasAtElapsed = at, true
+	s.d, s.mode = at, sleepAtElapsed
 	s.state = sleepNew
 }
 
@@ -243,5 +260,5 @@ func Timeout[T any](d time.Duration, f Future[T]) Future[Result[T]] {
 
 // Deadline is Timeout with an absolute deadline on the runtime's clock.
 func Deadline[T any](t time.Time, f Future[T]) Future[Result[T]] {
-	return &timeoutFuture[T]{inner: f, sleep: SleepFuture{until: t, absolute: true}}
+	return &timeoutFuture[T]{inner: f, sleep: SleepFuture{until: t, mode: sleepUntil}}
 }

@@ -13,10 +13,13 @@ import (
 type timerState struct {
 	mu sync.Mutex
 	w  wheel
-	// count is the number of registered timers; a parking worker reads it to decide
-	// whether someone must drive the wheel (paired with the inserter's read of the
-	// parked bitmap, like the run queues: see idle).
-	count atomic.Int64
+	// active is set when a timer is inserted and cleared only by processTimers when it
+	// finds the wheel empty, so it may be stale-true (which costs one needless lock) but
+	// never stale-false. A parking worker reads it to decide whether someone must drive
+	// the wheel (paired with the inserter's read of the parked bitmap, like the run
+	// queues: see idle). Not clearing it on cancel keeps a start-and-drop of a sleep free
+	// of atomic writes beyond the lock.
+	active atomic.Bool
 	// nextAt is a lower bound of the next expiration (MaxInt64 when none), so workers can
 	// check "anything due?" without the lock. A cancel may leave it stale-low; that only
 	// costs one spurious advance.
@@ -32,7 +35,14 @@ func (ts *timerState) init() {
 }
 
 func (ts *timerState) due(now uint64) bool {
-	return ts.count.Load() > 0 && uint64(ts.nextAt.Load()) <= now
+	return ts.active.Load() && uint64(ts.nextAt.Load()) <= now
+}
+
+// timerCount returns the number of registered timers (tests).
+func (rt *Runtime) timerCount() int {
+	rt.timers.mu.Lock()
+	defer rt.timers.mu.Unlock()
+	return rt.timers.w.count
 }
 
 // register inserts e with deadline (ticks) and waker w. It returns false if the deadline
@@ -50,7 +60,9 @@ func (rt *Runtime) registerTimer(e *timerEntry, deadline, now uint64, w Waker) b
 		return false
 	}
 	e.waker = w
-	ts.count.Add(1)
+	if !ts.active.Load() {
+		ts.active.Store(true)
+	}
 	if int64(deadline) < ts.nextAt.Load() {
 		ts.nextAt.Store(int64(deadline))
 	}
@@ -81,7 +93,6 @@ func (rt *Runtime) cancelTimer(e *timerEntry) {
 	if e.level > 0 {
 		ts.w.remove(e)
 		e.waker = Waker{}
-		ts.count.Add(-1)
 	}
 	ts.mu.Unlock()
 }
@@ -105,7 +116,7 @@ func (rt *Runtime) releaseTimerDriver() {
 // already driving the wheel.
 func (rt *Runtime) processTimers(tryOnly bool) {
 	ts := &rt.timers
-	if ts.count.Load() == 0 {
+	if !ts.active.Load() {
 		return
 	}
 	now := nowTick(rt.elapsed())
@@ -122,13 +133,11 @@ func (rt *Runtime) processTimers(tryOnly bool) {
 		wakers = append(wakers, e.waker)
 		e.waker = Waker{}
 	})
-	if n := len(wakers); n > 0 {
-		ts.count.Add(-int64(n))
-	}
 	if t, ok := ts.w.nextExpiration(); ok {
 		ts.nextAt.Store(int64(t))
 	} else {
 		ts.nextAt.Store(math.MaxInt64)
+		ts.active.Store(false)
 	}
 	ts.mu.Unlock()
 	// Wake outside the lock: waking schedules tasks, which takes queue locks.
@@ -155,7 +164,7 @@ func (ts *timerState) clear() {
 	}
 	unlink(ts.w.overflow)
 	ts.w = wheel{elapsed: ts.w.elapsed}
-	ts.count.Store(0)
+	ts.active.Store(false)
 	ts.nextAt.Store(math.MaxInt64)
 	ts.mu.Unlock()
 }

@@ -251,9 +251,9 @@ func (w *worker) park() {
 	// Timer duty: the first worker to park while timers are pending drives them and
 	// parks only until the next deadline (seed 003's "worker 0 or the parked worker with
 	// the nearest deadline"); the others park without a timeout.
-	driver := rt.testClock == nil && rt.timers.count.Load() > 0 && rt.timerDriver.CompareAndSwap(-1, int32(w.id))
+	driver := rt.testClock == nil && rt.timers.active.Load() && rt.timerDriver.CompareAndSwap(-1, int32(w.id))
 	rt.idle.setParked(w.id)
-	if rt.closed.Load() || rt.hasWork() || (!driver && rt.timers.count.Load() > 0 && rt.testClock == nil && rt.timerDriver.Load() < 0) {
+	if rt.closed.Load() || rt.hasWork() || (!driver && rt.timers.active.Load() && rt.testClock == nil && rt.timerDriver.Load() < 0) {
 		if !rt.idle.clear(w.id) {
 			<-w.unpark // someone cleared our bit and counted us as searching
 			w.searching = true
