@@ -30,9 +30,9 @@ const (
 // wheel (the runtime calls it when the sleeping task is cancelled; combinators call it on
 // a losing sleep).
 type SleepFuture struct {
-	entry    timerEntry
-	rt       *Runtime
-	waker    Waker // the waker registered with the entry (owned by the poller)
+	entry timerEntry
+	rt    *Runtime
+	waker Waker // the waker registered with the entry (owned by the poller)
 	// d is the duration (mode sleepRelative) or the deadline as runtime-elapsed time
 	// (mode sleepAtElapsed, Interval's ticks); until is the deadline of SleepUntil.
 	d     time.Duration

@@ -22,7 +22,8 @@
 #define LIFEMASK   3
 #define CANCELLED  4
 #define NOTIFIED   8
-#define JOIN_WAKER 16
+#define JOIN_INTEREST 16 /* not modelled: always set, the joiner never detaches */
+#define JOIN_WAKER 32
 #define LIFE(s) ((s) & LIFEMASK)
 
 byte state = SCHEDULED; /* spawned: one entry in the run queue */
