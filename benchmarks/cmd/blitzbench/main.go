@@ -21,6 +21,7 @@
 //	                   replaces the tables)
 //	-out DIR           write DIR/report.md, DIR/results.json and one DIR/<suite>.svg chart
 //	                   per suite
+//	-cpuprofile FILE   write a CPU profile of the whole run, for go tool pprof
 package main
 
 import (
@@ -30,6 +31,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		count     = fs.Int("count", 1, "measure each implementation `n` times, alternating within a case, and keep the median")
 		jsonPath  = fs.String("json", "", "also write results as JSON to `file` (\"-\": stdout, instead of the tables)")
 		outDir    = fs.String("out", "", "write report.md, results.json and <suite>.svg charts into `dir`")
+		cpuProf   = fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file` (go tool pprof)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: blitzbench [flags]\n\n"+
@@ -134,6 +137,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	report.Count = *count
 	fmt.Fprintf(stderr, "blitzbench: %s %s/%s, %d CPUs, GOMAXPROCS %d, %s; benchtime %s\n",
 		report.GoVersion, report.GOOS, report.GOARCH, report.NumCPU, report.GOMAXPROCS, report.CPU, bt)
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			fmt.Fprintln(stderr, "blitzbench:", err)
+			return 1
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "blitzbench:", err)
+			f.Close()
+			return 1
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
 	tablesTo := stdout
 	if *jsonPath == "-" {
 		tablesTo = io.Discard

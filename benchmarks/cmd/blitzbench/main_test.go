@@ -50,7 +50,8 @@ func TestBadFlags(t *testing.T) {
 func TestRunJSONAndOut(t *testing.T) {
 	dir := t.TempDir()
 	var out, errOut bytes.Buffer
-	args := []string{"-suite", "lockfree", "-run", "^OnceLatchProbe$", "-benchtime", "5ms", "-json", "-", "-out", dir}
+	args := []string{"-suite", "lockfree", "-run", "^OnceLatchProbe$", "-benchtime", "5ms", "-json", "-", "-out", dir,
+		"-cpuprofile", filepath.Join(dir, "cpu.prof")}
 	if code := run(args, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
@@ -68,7 +69,7 @@ func TestRunJSONAndOut(t *testing.T) {
 	if !strings.Contains(errOut.String(), "[lockfree 1/1] OnceLatchProbe / lockfree.OnceLatch:") {
 		t.Errorf("no progress line on stderr:\n%s", errOut.String())
 	}
-	for _, f := range []string{"report.md", "results.json", "lockfree.svg"} {
+	for _, f := range []string{"report.md", "results.json", "lockfree.svg", "cpu.prof"} {
 		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("-out did not write %s: %v", f, err)
 		}
