@@ -224,3 +224,25 @@ func TestBuildingBlocksByHand(t *testing.T) {
 		t.Fatalf("budget: %d ready polls, %d wakes; want %d and 1", n, woken, budgetPerPoll)
 	}
 }
+
+func TestAbortedJoinsDropUnfinishedChildren(t *testing.T) {
+	rt := newRT(t, Config{Workers: 2})
+	a, b := newManual[int](), newManual[int]()
+	h := spawnPolled(t, rt, Join2[int, int](a, b), a, b)
+	a.complete(1) // a finishes; b is still pending when the join is aborted
+	waitFor(t, "a re-polled", func() bool { return a.polls.Load() >= 2 })
+	h.Abort()
+	waitHandle(t, h)
+	if a.drops.Load() != 0 || b.drops.Load() != 1 {
+		t.Fatalf("drops a=%d b=%d; want only the unfinished child dropped", a.drops.Load(), b.drops.Load())
+	}
+	ms := []*manual[int]{newManual[int](), newManual[int](), newManual[int]()}
+	h2 := spawnPolled(t, rt, JoinAll[int](ms[0], ms[1], ms[2]), ms[0], ms[1], ms[2])
+	ms[1].complete(5)
+	waitFor(t, "ms[1] re-polled", func() bool { return ms[1].polls.Load() >= 2 })
+	h2.Abort()
+	waitHandle(t, h2)
+	if ms[0].drops.Load() != 1 || ms[1].drops.Load() != 0 || ms[2].drops.Load() != 1 {
+		t.Fatalf("JoinAll drops %d %d %d, want 1 0 1", ms[0].drops.Load(), ms[1].drops.Load(), ms[2].drops.Load())
+	}
+}

@@ -3,7 +3,8 @@ package blitzio
 // JoinHandle is the handle of a spawned task. It is a Future[Result[T]], so another task
 // can await it; Wait blocks a plain goroutine until the task finishes. A JoinHandle is a
 // small value: copy it freely. Dropping every copy does not cancel the task (use Abort);
-// Detach tells the runtime nobody will read the result.
+// Detach tells the runtime nobody will read the result. The zero JoinHandle is not a
+// handle of any task; its methods panic.
 type JoinHandle[T any] struct {
 	c *core[T]
 }

@@ -505,3 +505,21 @@ func TestConcurrentSpawnWakeAbort(t *testing.T) {
 		t.Fatalf("completed %d of %d", completed.Load(), goroutines*per)
 	}
 }
+
+// panicDrop panics in Poll and again in Drop: the worker must survive both.
+type panicDrop struct{}
+
+func (panicDrop) Poll(*Context) (int, bool) { panic("poll") }
+func (panicDrop) Drop()                     { panic("drop") }
+
+func TestPanicInPollAndDrop(t *testing.T) {
+	rt := newRT(t, Config{Workers: 1})
+	_, err := waitHandle(t, Spawn[panicDrop, int](rt, panicDrop{}))
+	var pe *PanicError
+	if !errors.As(err, &pe) || pe.Value != "poll" {
+		t.Fatalf("err = %v", err)
+	}
+	if v, err := waitHandle(t, Spawn(rt, Ready(1))); v != 1 || err != nil {
+		t.Fatalf("worker died: %v %v", v, err)
+	}
+}

@@ -78,7 +78,7 @@ func (t *task[F, T]) poll(cx *Context) (done bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			t.err = &PanicError{Value: r, Stack: debug.Stack()}
-			t.dropFuture()
+			t.safeDropFuture()
 			done = true
 		}
 	}()
@@ -102,12 +102,14 @@ func (t *task[F, T]) dropFuture() {
 }
 
 func (t *task[F, T]) cancel() {
-	defer func() {
-		// A panicking Drop must not kill the worker or Shutdown; the task is cancelled
-		// either way.
-		_ = recover()
-	}()
 	t.err = ErrCancelled
+	t.safeDropFuture()
+}
+
+// safeDropFuture is dropFuture for paths that must not panic: a panicking Drop must not
+// kill the worker or Shutdown; the task ends cancelled or failed either way.
+func (t *task[F, T]) safeDropFuture() {
+	defer func() { _ = recover() }()
 	t.dropFuture()
 }
 

@@ -111,7 +111,7 @@ func (w *worker) maintenance() {
 	}
 	w.statStart, w.statPolls = now, 0
 	if rt.testClock == nil && rt.timers.due(nowTick(now)) {
-		rt.processTimers(w.id == 0)
+		rt.processTimers(true) // never wait for the lock between tasks
 	}
 }
 
