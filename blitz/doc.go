@@ -21,8 +21,10 @@
 //     returns; ScopeContext stops starting tasks once its context is cancelled.
 //   - Join, Join2, JoinN, TryJoin, TryJoinContext: closures, forked and joined.
 //   - Job and Future: a typed job declared once (var j blitz.Job[In, Out]) whose Fork
-//     and Join allocate nothing and, when nobody steals the fork, cost a few plain memory
-//     operations. Use it for fine-grained recursion (a fork at every node of a tree).
+//     and Join allocate nothing and, when the fork is not pushed, cost a deque length
+//     check. With Future.Stolen instead of Join, a fork that nobody stole is run by the
+//     caller with a direct call: within a nanosecond of plain recursion. Use it for
+//     fine-grained recursion (a fork at every node of a tree).
 //
 // A panic in forked work is re-raised in the goroutine that joins it, as a *PanicError
 // carrying the value and the stack of the panicking goroutine, after the sibling work
@@ -43,11 +45,13 @@
 //     sleeping count; posters wake only as many sleepers as the awake-but-idle workers
 //     cannot serve. An idle pool's workers are blocked, using no CPU.
 //   - Frames (job.go, task.go): a future cannot live on a goroutine stack in Go (stacks
-//     move), so each Task keeps per-Job slabs of frames reused in LIFO order. Forks are
-//     private first and published to the deque on demand, when some worker is hungry
-//     ("Publish on demand" in the Task documentation). Thieves always get the oldest,
-//     biggest pending fork. A join of a stolen fork runs other work while it waits
-//     (steal, spin, yield) and parks only when there is nothing to do.
+//     move), so each Task keeps per-Job slabs of frames reused in LIFO order. Forks use
+//     lazy binary splitting: a fork is pushed to the deque only while the deque holds
+//     fewer than SplitDepth jobs, otherwise it costs a length check and runs at its Join
+//     ("Lazy binary splitting" in the Task documentation). Thieves take the oldest,
+//     biggest pushed fork. A join of a stolen fork runs other work while it waits
+//     (steal, yield, then the sleep protocol) and a worker sleeps only when there is
+//     nothing it could do.
 //   - Guests (Pool.Call): a goroutine from outside becomes a guest worker for the
 //     duration of its call, as the seeds' main_worker: no hand-off, and its forks can be
 //     stolen like a worker's.

@@ -104,3 +104,34 @@ func waitGoroutines(tb testing.TB, base int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+var fibSJob Job[int, int]
+
+// fibS is fib with the Stolen idiom: a fork nobody stole is run by a direct call.
+func fibS(t *Task, n int) int {
+	if n < 2 {
+		return n
+	}
+	f := fibSJob.Fork(t, fibS, n-1)
+	b := fibS(t, n-2)
+	a, ok := f.Stolen(t)
+	if !ok {
+		a = fibS(t, n-1)
+	}
+	return a + b
+}
+
+var sumSJob Job[*node, int]
+
+func sumParS(t *Task, n *node) int {
+	if n == nil {
+		return 0
+	}
+	f := sumSJob.Fork(t, sumParS, n.right)
+	l := sumParS(t, n.left)
+	r, ok := f.Stolen(t)
+	if !ok {
+		r = sumParS(t, n.right)
+	}
+	return n.val + l + r
+}

@@ -21,7 +21,7 @@ type job struct {
 	// recovered panic, or nil). Frames leave it nil: their completion is latch.SetDone.
 	done func(j *job, p *PanicError)
 	// latch is set by a thief once it ran a published frame; the owner probes it in
-	// Future.Join. It is reset when the frame is published, never on the private path.
+	// Future.Join. It is reset when the frame is pushed.
 	latch lockfree.OnceLatch
 	// panic is the panic a thief recovered from run, re-raised by the joiner.
 	panic *PanicError
@@ -117,7 +117,9 @@ func (jb *Job[In, Out]) slabIndex() int {
 // forked it, in LIFO order (the most recent unjoined fork of that Task first). It is a
 // small value; copying it is fine, joining a copy twice is not.
 type Future[In, Out any] struct {
-	f   *frame[In, Out]
+	f   *frame[In, Out] // nil when the fork was not pushed
+	fn  func(*Task, In) Out
+	in  In
 	gen uint32
 }
 
@@ -144,13 +146,25 @@ func newSlab[In, Out any](t *Task, id int) *slab[In, Out] {
 
 // Fork starts fn(t, in) as a job that another worker may steal, and returns its Future.
 // The caller must Join the Future with the same Task before its own function returns.
-// It panics if fn is nil.
 //
-// The fork is private at first: it costs a few plain memory writes and becomes visible
-// to thieves only when some worker is hungry (see the package documentation, "Publish on
-// demand"). Fork never allocates once the Task's slab for jb is deep enough.
-func (jb *Job[In, Out]) Fork(t *Task, fn func(t *Task, in In) Out, in In) Future[In, Out] {
-	if fn == nil {
+// Fork uses lazy binary splitting: when the Task's deque already holds SplitDepth jobs
+// that thieves have not taken, more jobs would only wait behind them, so Fork does not
+// push: the Future just remembers fn and in, and Join runs them (a deque length check
+// is all the fork costs). Otherwise Fork pushes a frame to the deque, where a thief
+// takes the oldest (largest) job first; thieves taking jobs make room, so the next fork
+// is pushed again. Fork never allocates once the Task's slab for jb is deep enough.
+func (jb *Job[In, Out]) Fork(t *Task, fn func(t *Task, in In) Out, in In) (fu Future[In, Out]) {
+	fu.fn, fu.in = fn, in
+	if t.deque.Len() < t.split {
+		jb.push(t, &fu)
+	}
+	return
+}
+
+// push is the pushing half of Fork: take the next frame of the slab, fill it from fu,
+// push it.
+func (jb *Job[In, Out]) push(t *Task, fu *Future[In, Out]) {
+	if fu.fn == nil {
 		panic("blitz: Job.Fork: nil function")
 	}
 	s := slabOf(t, jb)
@@ -159,11 +173,11 @@ func (jb *Job[In, Out]) Fork(t *Task, fn func(t *Task, in In) Out, in In) Future
 	}
 	f := s.frames[s.top]
 	s.top++
-	f.fn = fn
-	f.in = in
+	f.fn = fu.fn
+	f.in = fu.in
 	f.gen++
-	t.pushFrame(&f.job)
-	return Future[In, Out]{f: f, gen: f.gen}
+	fu.f, fu.gen = f, f.gen
+	t.push(&f.job)
 }
 
 // Fork is jb.Fork(t, fn, in), for readers who prefer the function form.
@@ -171,50 +185,62 @@ func Fork[In, Out any](t *Task, jb *Job[In, Out], fn func(t *Task, in In) Out, i
 	return jb.Fork(t, fn, in)
 }
 
-// Join waits for the forked job and returns its result. If nobody stole the job, Join
-// runs it now on the calling goroutine (a plain function call); if it was stolen, Join
-// runs other work while it waits (see Task.waitFor).
+// Join waits for the forked job and returns its result. If the fork was not pushed, or
+// nobody stole it, Join runs it now on the calling goroutine; if a thief took it, Join
+// runs other work while it waits (the seeds' hybrid join, see Task.waitUntil).
 //
 // A panic in the job, when a thief ran it, is re-raised here as a *PanicError carrying
-// the thief's stack. When the job runs inline its panic simply propagates; the nearest
-// enclosing blitz boundary (Call, Join, Scope, a worker) wraps it into a *PanicError.
+// the thief's stack. When the job runs here its panic simply propagates; the nearest
+// enclosing blitz boundary (Call, Join, Scope, Catch, a worker) wraps it into a
+// *PanicError.
 //
-// Join panics if the Future is not the Task's most recent unjoined fork (joins must be
-// LIFO), was already joined, or belongs to another Task.
+// Join panics if the Future is not the Task's most recent unjoined pushed fork (joins
+// must be LIFO), was already joined, or belongs to another Task.
 func (fu Future[In, Out]) Join(t *Task) Out {
-	f := fu.f
+	if out, ok := fu.Stolen(t); ok {
+		return out
+	}
+	return fu.fn(t, fu.in)
+}
+
+// Stolen is the fastest form of Join, the seeds' join returning ?Output: it returns the
+// job's result and true if a thief ran it (waiting for it as Join does), or false if
+// nobody started it, in which case the caller must run the job itself, typically with
+// a direct call that the compiler can inline:
+//
+//	f := fibJob.Fork(t, fib, n-1)
+//	b := fib(t, n-2)
+//	a, ok := f.Stolen(t)
+//	if !ok {
+//		a = fib(t, n-1)
+//	}
+//
+// After false the job is gone from the deque and will never run unless the caller runs
+// it. The rules of Join apply.
+func (fu Future[In, Out]) Stolen(t *Task) (out Out, ok bool) {
+	if fu.f != nil {
+		out, ok = joinPushed(t, fu.f, fu.gen)
+	}
+	return
+}
+
+// joinPushed joins a frame that was pushed to t's deque: either it is still there (then
+// it is the bottom item: pushes and joins are LIFO) and we take it back, or a thief took
+// it and we wait.
+func joinPushed[In, Out any](t *Task, f *frame[In, Out], gen uint32) (Out, bool) {
 	d := t.depth - 1
-	if d < 0 || f == nil || t.stack[d] != &f.job || f.gen != fu.gen {
+	if d < 0 || t.stack[d] != &f.job || f.gen != gen {
 		panic(errJoinOrder)
 	}
 	t.depth = d
-	if d >= t.pub {
-		// Private: nobody else can have seen it. Free the slot first, so fn's own forks
-		// reuse it (the input is already copied out).
-		in, fn := f.in, f.fn
-		var zero In
-		f.in = zero // do not keep the input reachable from a parked frame
-		f.slab.top--
-		return fn(t, in)
-	}
-	return joinPublished(t, f, d)
-}
-
-// joinPublished joins a frame that was pushed to t's deque: either it is still there
-// (then it is the bottom item, because published frames are a prefix of the frame stack
-// in fork order) or a thief took it.
-func joinPublished[In, Out any](t *Task, f *frame[In, Out], d int) Out {
-	t.pub = d
 	if got := t.deque.Pop(); got != nil {
 		if got != &f.job {
 			panic("blitz: internal error: deque bottom is not the frame being joined")
 		}
 		t.countExecuted()
-		in, fn := f.in, f.fn
-		var zero In
-		f.in = zero
-		f.slab.top--
-		return fn(t, in)
+		f.job.release(&f.job)
+		var zero Out
+		return zero, false
 	}
 	t.waitFor(&f.job)
 	out, p := f.out, f.job.panic
@@ -222,7 +248,7 @@ func joinPublished[In, Out any](t *Task, f *frame[In, Out], d int) Out {
 	if p != nil {
 		panic(p)
 	}
-	return out
+	return out, true
 }
 
 // Unit is the empty result of jobs that return nothing.

@@ -49,7 +49,7 @@ func firstPanic(ps ...*PanicError) *PanicError {
 
 // Join runs a and b, potentially in parallel, and returns when both have finished: b is
 // forked (another worker may steal it), a runs on the calling goroutine, then Join waits
-// for b (running it here if nobody took it). Both always run to completion. If either
+// for b (running it here if nobody took it, as Future.Join does). Both always run to completion. If either
 // panics, Join re-raises the panic as a *PanicError after both finished; a's panic wins
 // if both panic.
 func Join(t *Task, a, b func(t *Task)) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -39,10 +40,18 @@ func parCases(t *testing.T) []parCase {
 	return cases
 }
 
+// parLarge is the extra size run with the automatic grain: large enough that even the
+// built-in leaves (minimum grain parMinGrainCheap) split.
+const parLarge = 3*parMinGrainCheap + 5
+
 // forCases runs body for every configuration and size, as subtests.
 func forCases(t *testing.T, body func(t *testing.T, n int, opts []Option)) {
 	for _, c := range parCases(t) {
-		for _, n := range parSizes {
+		sizes := parSizes
+		if c.opts == nil {
+			sizes = append(slices.Clip(sizes), parLarge)
+		}
+		for _, n := range sizes {
 			t.Run(fmt.Sprintf("%s/n%d", c.name, n), func(t *testing.T) { body(t, n, c.opts) })
 		}
 	}

@@ -23,6 +23,9 @@ var ErrConfig = errors.New("blitz: invalid Config")
 // announces that it is sleepy (seed 004: 32).
 const DefaultSpinRounds = 32
 
+// DefaultSplitDepth is the default Config.SplitDepth.
+const DefaultSplitDepth = 2
+
 // Config configures a Pool. The zero value is a pool with one worker per GOMAXPROCS.
 type Config struct {
 	// Workers is the number of worker goroutines. 0 means runtime.GOMAXPROCS(0), read
@@ -34,6 +37,11 @@ type Config struct {
 	// rounds lower the latency of bursty work and cost more CPU while idle. It must not
 	// be negative.
 	SpinRounds int
+	// SplitDepth is how many unstolen jobs a worker's deque may hold before further
+	// forks run inline at once (lazy binary splitting, see Task). 0 means
+	// DefaultSplitDepth. Larger values offer thieves more jobs and cost more forks that
+	// go through the deque. It must not be negative.
+	SplitDepth int
 	// PanicHandler receives panics of jobs started with Pool.Go, which have nobody to
 	// re-raise them to. Nil means the panic crashes the program, as a panic in a
 	// goroutine started with the go statement does.
@@ -45,6 +53,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: Workers is %d; it must be between 0 (GOMAXPROCS) and %d (the limit of the packed sleep counters)",
 			ErrConfig, c.Workers, lockfree.MaxCountedWorkers)
 	}
+	if c.SplitDepth < 0 {
+		return fmt.Errorf("%w: SplitDepth is %d; it must not be negative (0 means %d)", ErrConfig, c.SplitDepth, DefaultSplitDepth)
+	}
 	if c.SpinRounds < 0 {
 		return fmt.Errorf("%w: SpinRounds is %d; it must not be negative (0 means %d)", ErrConfig, c.SpinRounds, DefaultSpinRounds)
 	}
@@ -55,7 +66,7 @@ func (c Config) validate() error {
 type Stats struct {
 	// Executed counts jobs that went through a deque, the injection queue or a mailbox
 	// and were run: stolen frames, published frames popped back by their owner, jobs
-	// of Go, Scope.Spawn and Broadcast. Forks that stayed private run as plain calls
+	// of Go, Scope.Spawn and Broadcast. Forks that were not pushed run as plain calls
 	// and are not counted.
 	Executed uint64
 	// Stolen counts jobs taken from another worker's or a guest's deque.
@@ -77,9 +88,9 @@ const closedBit = int64(1) << 62
 type Pool struct {
 	workers    []*Task
 	spinRounds int
+	split      int
 	onPanic    func(*PanicError)
 
-	hungry    paddedInt32
 	counters  jecCounters
 	fenceWord lockfree.PaddedUint64
 	stopping  atomic.Bool
@@ -117,6 +128,10 @@ func NewPool(cfg Config) (*Pool, error) {
 	}
 	if p.spinRounds == 0 {
 		p.spinRounds = DefaultSpinRounds
+	}
+	p.split = cfg.SplitDepth
+	if p.split == 0 {
+		p.split = DefaultSplitDepth
 	}
 	seed := uint64(time.Now().UnixNano())
 	p.workers = make([]*Task, n)
@@ -207,9 +222,8 @@ func (w *Task) workerLoop() {
 			w.execute(j)
 			continue
 		}
-		// Idle: we count as inactive (sleep protocol) and hungry (publish on demand).
+		// Idle: we count as inactive (sleep protocol).
 		p.counters.addInactive()
-		p.hungry.Add(1)
 		var idle idleState
 		found := false
 		for !p.stopping.Load() {
@@ -219,7 +233,6 @@ func (w *Task) workerLoop() {
 			}
 			if j := w.findWork(); j != nil {
 				found = true
-				p.hungry.Add(-1)
 				// Finding work while idle suggests there is more: wake up to two others.
 				p.wakeThreads(p.counters.subInactive())
 				w.execute(j)
@@ -228,7 +241,6 @@ func (w *Task) workerLoop() {
 			p.noWorkFound(w, &idle)
 		}
 		if !found {
-			p.hungry.Add(-1)
 			p.counters.subInactive()
 		}
 	}

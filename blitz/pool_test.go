@@ -59,6 +59,11 @@ func TestFibMatchesSequential(t *testing.T) {
 			if got, want := Call(p, func(t *Task) int { return fib(t, k) }), fibSeq(k); got != want {
 				t.Fatalf("workers=%d fib(%d) = %d, want %d", w, k, got, want)
 			}
+			done := make(chan int)
+			p.Go(func(t *Task) { done <- fibS(t, k) })
+			if got, want := <-done, fibSeq(k); got != want {
+				t.Fatalf("workers=%d fibS(%d) on a worker = %d, want %d", w, k, got, want)
+			}
 		}
 	}
 }
@@ -78,6 +83,10 @@ func TestTreeSumShapes(t *testing.T) {
 				got := Call(p, func(t *Task) int { return sumPar(t, tree) })
 				if got != want {
 					t.Fatalf("workers=%d skew=%v n=%d: sum %d, want %d", w, skew, n, got, want)
+				}
+				got = Call(p, func(t *Task) int { return sumParS(t, tree) })
+				if got != want {
+					t.Fatalf("workers=%d skew=%v n=%d: Stolen sum %d, want %d", w, skew, n, got, want)
 				}
 			}
 		}
@@ -113,11 +122,16 @@ func TestZeroAllocForkJoin(t *testing.T) {
 	// Run on the pool's only worker: nobody is hungry, so no fork is published and this
 	// measures the not-stolen path.
 	p.Go(func(t *Task) {
-		fib(t, 15) // grow the slab to its depth
+		fib(t, 15) // grow the slabs to their depth
+		fibS(t, 15)
 		done <- testing.AllocsPerRun(50, func() { fib(t, 15) })
+		done <- testing.AllocsPerRun(50, func() { fibS(t, 15) })
 	})
 	if a := <-done; a != 0 {
-		t.Fatalf("fib(15) with a fork per call: %v allocations per run, want 0", a)
+		t.Fatalf("fib(15) with a fork per call (Join): %v allocations per run, want 0", a)
+	}
+	if a := <-done; a != 0 {
+		t.Fatalf("fib(15) with a fork per call (Stolen): %v allocations per run, want 0", a)
 	}
 }
 

@@ -12,37 +12,42 @@ import (
 // at a time; never keep it after the function that received it returns, and never hand
 // it to another goroutine.
 //
-// # Publish on demand
+// # Lazy binary splitting
 //
-// Each Task keeps a private LIFO stack of forked frames, split at an index pub:
-// frames[0:pub] are published (pushed, in fork order, to the Task's Chase-Lev deque,
-// where thieves can take them), frames[pub:depth] are private (plain memory, owner only).
-// A fork pushes a private frame; only when some worker is hungry (the pool's hungry
-// count, one atomic load) does it publish the OLDEST private frames, at most one per
-// hungry worker, and run the sleep protocol's new-jobs step. A join of a private frame is
-// a plain function call; a join of a published frame pops the deque (it is either the
-// bottom item or was stolen, because published frames are a prefix in fork order and
-// thieves take the oldest first).
+// Each Task has a Chase-Lev deque. A fork is pushed to it only while it holds fewer than
+// SplitDepth jobs; otherwise the fork runs inline at once (see Job.Fork). Thieves take
+// the oldest job, which in divide-and-conquer code is the largest, and each theft makes
+// room for the owner's next fork. So a worker that nobody steals from pushes only about
+// one job per level of recursion it returns through, and every other fork costs a
+// deque length check and a function call: no atomic read-modify-write, no allocation.
+// Rayon (and the seeds) push every fork, about 30 ns here with Go's sequentially
+// consistent atomics; this is why blitz does not.
 //
-// The trade-off against pushing every fork (Rayon, the seeds): work forked while every
-// worker was busy becomes stealable at the owner's next fork, not at once. In exchange a
-// fork that nobody steals costs no atomic read-modify-write, which on this machine is the
-// difference between about 30 ns and about 2 ns per fork.
+// The trade-off: a job forked while the deque was full ran inline and can no longer be
+// stolen; thieves get the jobs that were pushed, plus the owner's next fork after each
+// theft. In divide-and-conquer code the pushed jobs are the big ones near the root, so
+// load balance holds; work whose parallelism hides in many small sibling forks made
+// while the deque is full (a flat loop of forks) should use JoinN, Scope or the parallel
+// loops, which split recursively.
+//
+// Pushed frames are also kept in fork order on a small frame stack, so that a panic
+// that skips joins can clean them up (unwindTo).
 type Task struct {
-	pool   *Pool
-	hungry *atomic.Int32 // &pool.hungry.Int32, one load per fork
-	index  int           // worker index, or -1 for a guest
-	stack  []*job        // the frame stack: [0:pub] published, [pub:depth] private
-	depth  int
-	pub    int
-	slabs  []any // per Job id: *slab[In, Out]
-	deque  *lockfree.Deque[job]
-	rng    lockfree.XorShift64Star
+	pool  *Pool
+	deque *lockfree.Deque[job]
+	split int    // SplitDepth
+	index int    // worker index, or -1 for a guest
+	stack []*job // pushed, unjoined frames in fork order
+	depth int
+	slabs []any // per Job id: *slab[In, Out]
+	rng   lockfree.XorShift64Star
 
-	sleeper *sleeper                                 // workers only
-	mail    lockfree.TreiberStack[*job]              // jobs for this worker only (Broadcast)
-	busy    atomic.Bool                              // guests: in use by a Call
-	count   struct{ executed, stolen atomic.Uint64 } // statistics
+	sleeper *sleeper                    // workers only
+	mail    lockfree.TreiberStack[*job] // jobs for this worker only (Broadcast)
+	busy    atomic.Bool                 // guests: in use by a Call
+	count   struct {
+		executed, stolen atomic.Uint64
+	} // statistics
 }
 
 // Pool returns the pool the Task belongs to.
@@ -52,28 +57,24 @@ func (t *Task) Pool() *Pool { return t.pool }
 // -1 when the Task is a guest: a goroutine from outside the pool inside Pool.Call.
 func (t *Task) WorkerIndex() int { return t.index }
 
-// paddedInt32 is an atomic.Int32 on a cache line of its own.
-type paddedInt32 struct {
-	_ lockfree.CachePad
-	atomic.Int32
-	_ lockfree.CachePad
-}
-
 func newTask(p *Pool, index int, seed uint64) *Task {
-	t := &Task{
-		pool:   p,
-		hungry: &p.hungry.Int32,
-		index:  index,
-		stack:  make([]*job, 0, 64),
-		deque:  lockfree.NewDeque[job](0),
-		rng:    lockfree.NewXorShift64Star(seed),
+	return &Task{
+		pool:  p,
+		split: p.split,
+		index: index,
+		stack: make([]*job, 0, 64),
+		deque: lockfree.NewDeque[job](0),
+		rng:   lockfree.NewXorShift64Star(seed),
 	}
-	return t
 }
 
-// pushFrame puts a forked frame on top of the frame stack and publishes the oldest
-// private frames if a worker is hungry.
-func (t *Task) pushFrame(j *job) {
+// push publishes a frame: frame stack, deque, then the sleep manager's new-jobs step
+// (which wakes a sleeper if no awake idle worker can take it).
+func (t *Task) push(j *job) {
+	// The frame may have been pushed and stolen before (frames are reused): reset its
+	// latch before a thief can see it again. Safe: nobody else holds the frame now.
+	j.latch.Reset()
+	j.owner = t
 	d := t.depth
 	if d == len(t.stack) {
 		t.stack = append(t.stack, j)
@@ -81,33 +82,9 @@ func (t *Task) pushFrame(j *job) {
 		t.stack[d] = j
 	}
 	t.depth = d + 1
-	if t.hungry.Load() != 0 {
-		t.publish()
-	}
-}
-
-// publish moves the oldest private frames to the deque, at most until the deque holds
-// one frame per hungry worker, and tells the sleep manager about them.
-//
-//go:noinline
-func (t *Task) publish() {
-	h := int(t.hungry.Load())
 	wasEmpty := t.deque.IsEmpty()
-	n := uint32(0)
-	for t.pub < t.depth && t.deque.Len() < h {
-		j := t.stack[t.pub]
-		// The frame may have been published and stolen before (frames are reused):
-		// reset its latch before a thief can see it again. Safe: the frame is private,
-		// nobody else holds it now.
-		j.latch.Reset()
-		j.owner = t
-		t.pub++
-		t.deque.PushGrow(j)
-		n++
-	}
-	if n > 0 {
-		t.pool.newJobs(n, wasEmpty)
-	}
+	t.deque.PushGrow(j)
+	t.pool.newJobs(1, wasEmpty)
 }
 
 func (t *Task) countExecuted() { t.count.executed.Add(1) }
@@ -116,10 +93,10 @@ func (t *Task) countExecuted() { t.count.executed.Add(1) }
 // in the order of seed 004: (own deque,) other workers, injected jobs.
 //
 // The Task's own deque is not popped here: whenever a Task looks for work its deque is
-// empty. Its deque holds only its published frames; a Task waits only for a published
-// frame that was stolen, and a thief that took it took every older one too (FIFO), while
-// newer frames were joined already (LIFO). Popping an older frame here would break the
-// "published frames are a prefix" invariant that Future.Join relies on.
+// empty. It holds only the Task's pushed, unjoined frames; a Task waits only for a
+// pushed frame that a thief took, and that thief took every older one too (FIFO), while
+// newer ones were joined already (LIFO). Popping an older frame here would run it out
+// of its LIFO turn.
 func (t *Task) findWork() *job {
 	p := t.pool
 	if t.sleeper != nil && !t.mail.Empty() {
@@ -214,20 +191,16 @@ func (t *Task) protectCall(f func(*Task)) (pe *PanicError) {
 	return nil
 }
 
-// unwindTo drops the frames above depth d0 after a panic skipped their joins. A private
-// frame is simply discarded (it never ran). A published one is popped back if it is
-// still in the deque, else a thief runs it and we wait for it: its slot cannot be reused
-// while the thief uses it.
+// unwindTo drops the pushed frames above depth d0 after a panic skipped their joins. A
+// frame still in the deque is popped back and discarded (it never runs); one a thief
+// took is waited for: its slot cannot be reused while the thief uses it.
 func (t *Task) unwindTo(d0 int) {
 	for t.depth > d0 {
 		d := t.depth - 1
 		j := t.stack[d]
 		t.depth = d
-		if d < t.pub {
-			t.pub = d
-			if t.deque.Pop() != j {
-				t.waitFor(j)
-			}
+		if t.deque.Pop() != j {
+			t.waitFor(j)
 		}
 		if j.release != nil {
 			j.release(j)
@@ -245,8 +218,7 @@ type latch interface {
 	Wait()
 }
 
-// waitUntil runs other work until l is set. A waiting Task counts as hungry, so busy
-// workers publish frames for it to steal.
+// waitUntil runs other work until l is set.
 //
 // A worker waits exactly like an idle worker (Rayon's wait_until): it looks for work
 // between yield rounds, then goes through the sleep protocol, so while it sleeps it is
@@ -264,7 +236,6 @@ func (t *Task) waitUntil(l latch) {
 	}
 	p := t.pool
 	s := t.sleeper
-	p.hungry.Add(1)
 	p.counters.addInactive()
 	var idle idleState
 	for {
@@ -278,31 +249,25 @@ func (t *Task) waitUntil(l latch) {
 			break
 		}
 		if x := t.findWork(); x != nil {
-			p.hungry.Add(-1)
 			p.wakeThreads(p.counters.subInactive())
 			t.execute(x)
-			p.hungry.Add(1)
 			p.counters.addInactive()
 			idle = idleState{}
 			continue
 		}
 		p.noWorkFound(t, &idle)
 	}
-	p.hungry.Add(-1)
 	p.counters.subInactive()
 }
 
 // guestWait is waitUntil for a guest Task.
 func (t *Task) guestWait(l latch) {
 	p := t.pool
-	p.hungry.Add(1)
 	var sw lockfree.SpinWait
 	yields := 0
 	for !l.Probe() {
 		if x := t.findWork(); x != nil {
-			p.hungry.Add(-1)
 			t.execute(x)
-			p.hungry.Add(1)
 			sw.Reset()
 			yields = 0
 			continue
@@ -317,9 +282,7 @@ func (t *Task) guestWait(l latch) {
 			continue
 		}
 		// Nothing to do for a while: park until the latch is set.
-		p.hungry.Add(-1)
 		l.Wait()
 		return
 	}
-	p.hungry.Add(-1)
 }
