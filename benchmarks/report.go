@@ -250,6 +250,9 @@ func FormatRatio(r float64, higherIsBetter bool) string {
 	if r >= 1 {
 		return fmt.Sprintf("%.2fx %s", r, better)
 	}
+	if r < 0.1 {
+		return fmt.Sprintf("%.2gx %s", r, worse)
+	}
 	return fmt.Sprintf("%.2fx %s", r, worse)
 }
 
@@ -270,6 +273,27 @@ func formatValue(v float64) string {
 	}
 }
 
+// displayScale picks how a figure of this size is shown: nanoseconds per operation of
+// ten microseconds or more in µs/op or ms/op, so long runs stay readable (the JSON keeps
+// ns). It returns the divisor and the unit to print.
+func displayScale(v float64, unit string) (float64, string) {
+	if unit == "ns/op" {
+		switch {
+		case v >= 1e6:
+			return 1e6, "ms/op"
+		case v >= 1e4:
+			return 1e3, "µs/op"
+		}
+	}
+	return 1, unit
+}
+
+// formatFigure prints a figure with its unit, scaled by displayScale.
+func formatFigure(v float64, unit string) string {
+	div, u := displayScale(v, unit)
+	return formatValue(v/div) + " " + u
+}
+
 // tableRows flattens a suite into the rows both table formats print.
 func tableRows(s SuiteResult) [][]string {
 	var rows [][]string
@@ -281,10 +305,11 @@ func tableRows(s SuiteResult) [][]string {
 			}
 			fig, allocs := ir.Error, "-"
 			if ir.Error == "" {
-				fig = formatValue(ir.Value) + " " + ir.Unit
+				fig = formatFigure(ir.Value, ir.Unit)
 				if len(ir.Samples) > 1 {
 					// The spread of the rounds: how far to trust the median.
-					fig += fmt.Sprintf(" [%s..%s]", formatValue(slices.Min(ir.Samples)), formatValue(slices.Max(ir.Samples)))
+					div, _ := displayScale(ir.Value, ir.Unit)
+					fig += fmt.Sprintf(" [%s..%s]", formatValue(slices.Min(ir.Samples)/div), formatValue(slices.Max(ir.Samples)/div))
 				}
 				allocs = fmt.Sprint(ir.AllocsPerOp)
 			}

@@ -49,7 +49,7 @@ func WriteSVG(w io.Writer, s SuiteResult) error {
 			barW := 0
 			if ir.Error == "" && maxV > 0 {
 				barW = max(1, int(ir.Value/maxV*barMaxW))
-				label = fmt.Sprintf("%s %s", formatValue(ir.Value), ir.Unit)
+				label = formatFigure(ir.Value, ir.Unit)
 				if !ir.Ours && ir.Ratio > 0 {
 					label += ", ours " + FormatRatio(ir.Ratio, c.HigherIsBetter)
 				}

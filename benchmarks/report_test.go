@@ -115,9 +115,21 @@ func TestFormatRatio(t *testing.T) {
 		r      float64
 		higher bool
 		want   string
-	}{{3.2, false, "3.20x faster"}, {0.76, false, "0.76x (slower)"}, {1, false, "1.00x faster"}, {2, true, "2.00x better"}, {0.5, true, "0.50x (worse)"}, {0, false, "-"}} {
+	}{{3.2, false, "3.20x faster"}, {0.0049, false, "0.0049x (slower)"}, {0.76, false, "0.76x (slower)"}, {1, false, "1.00x faster"}, {2, true, "2.00x better"}, {0.5, true, "0.50x (worse)"}, {0, false, "-"}} {
 		if got := FormatRatio(c.r, c.higher); got != c.want {
 			t.Errorf("FormatRatio(%v, %v) = %q, want %q", c.r, c.higher, got, c.want)
+		}
+	}
+}
+
+func TestFormatFigure(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		unit string
+		want string
+	}{{7, "ns/op", "7.00 ns/op"}, {9999, "ns/op", "9999 ns/op"}, {12345, "ns/op", "12.3 µs/op"}, {10457547, "ns/op", "10.5 ms/op"}, {2e6, "B/task", "2000000 B/task"}} {
+		if got := formatFigure(c.v, c.unit); got != c.want {
+			t.Errorf("formatFigure(%v, %q) = %q, want %q", c.v, c.unit, got, c.want)
 		}
 	}
 }
