@@ -8,6 +8,8 @@ require (
 	github.com/blitzgo/blitz/shared/lockfree v0.1.0
 )
 
+require golang.org/x/sync v0.19.0
+
 replace (
 	github.com/blitzgo/blitz/blitz => ../blitz
 	github.com/blitzgo/blitz/blitzio => ../blitzio
