@@ -160,7 +160,7 @@ type CountLatch struct {
 	done  OnceLatch
 }
 
-// NewCountLatch returns a latch with the given initial count, which must not be
+// NewCountLatch returns a latch with the given initial count. It panics if count is
 // negative.
 func NewCountLatch(count int) *CountLatch {
 	if count < 0 {
@@ -171,10 +171,11 @@ func NewCountLatch(count int) *CountLatch {
 	return l
 }
 
-// Increment adds one to the count.
+// Increment adds one to the count. It panics if the latch was already released.
 func (l *CountLatch) Increment() { l.Add(1) }
 
-// Add adds n (which must be positive) to the count.
+// Add adds n to the count. It panics if n is not positive, or if the latch was already
+// released (the count came back to zero before).
 func (l *CountLatch) Add(n int) {
 	if n <= 0 {
 		panic("lockfree: CountLatch.Add: n must be positive")
@@ -185,6 +186,7 @@ func (l *CountLatch) Add(n int) {
 }
 
 // Decrement subtracts one from the count, releasing the waiters when it reaches zero.
+// It panics if the count goes below zero.
 func (l *CountLatch) Decrement() {
 	switch c := l.count.Add(-1); {
 	case c == 0:
