@@ -181,6 +181,7 @@ func (l *CountLatch) Add(n int) {
 		panic("lockfree: CountLatch.Add: n must be positive")
 	}
 	if l.count.Add(int64(n)) == int64(n) && l.done.Probe() {
+		l.count.Add(-int64(n)) // undo, so the released latch stays at zero
 		panic("lockfree: CountLatch: Increment after the count reached zero and the latch was released")
 	}
 }

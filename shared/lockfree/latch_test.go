@@ -149,6 +149,9 @@ func TestCountLatch(t *testing.T) {
 	mustPanic(t, "CountLatch.Add: n must be positive", func() { NewCountLatch(1).Add(-3) })
 	mustPanic(t, "count went below zero", func() { NewCountLatch(0).Decrement() })
 	mustPanic(t, "Increment after the count reached zero", func() { l.Increment() })
+	if !l.Probe() || l.Count() != 0 {
+		t.Fatalf("a rejected Increment left the count at %d", l.Count())
+	}
 }
 
 // TestCountLatchStress: rounds of k goroutines decrementing with random delays while a
