@@ -193,6 +193,7 @@ func (l *CountLatch) Decrement() {
 	case c == 0:
 		l.done.SetDone()
 	case c < 0:
+		l.count.Add(1) // undo, so the count stays at zero
 		panic("lockfree: CountLatch.Decrement: count went below zero")
 	}
 }

@@ -147,7 +147,11 @@ func TestCountLatch(t *testing.T) {
 	mustPanic(t, "NewCountLatch: negative count", func() { NewCountLatch(-1) })
 	mustPanic(t, "CountLatch.Add: n must be positive", func() { NewCountLatch(1).Add(0) })
 	mustPanic(t, "CountLatch.Add: n must be positive", func() { NewCountLatch(1).Add(-3) })
-	mustPanic(t, "count went below zero", func() { NewCountLatch(0).Decrement() })
+	under := NewCountLatch(0)
+	mustPanic(t, "count went below zero", under.Decrement)
+	if under.Count() != 0 {
+		t.Fatalf("a rejected Decrement left the count at %d", under.Count())
+	}
 	mustPanic(t, "Increment after the count reached zero", func() { l.Increment() })
 	if !l.Probe() || l.Count() != 0 {
 		t.Fatalf("a rejected Increment left the count at %d", l.Count())
