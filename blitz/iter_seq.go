@@ -193,11 +193,14 @@ func MapSeq[T, U any](seq iter.Seq[T], f func(T) U, opts ...Option) iter.Seq[U] 
 				<-br.done
 			}
 		}()
+		// sent-want batches are in flight or finished but waiting for an earlier one:
+		// bounding that (not just the ones in flight) bounds the read-ahead and the
+		// memory held in pending when one batch is slow.
 		pending := map[int][]U{}
 		sent, want, active := 0, 0, 0
 		eof := false
 		for {
-			for !eof && active < inflight {
+			for !eof && sent-want < inflight {
 				in := make([]T, 0, bs)
 				for len(in) < bs {
 					v, ok := next()
