@@ -1,6 +1,7 @@
 package lockfree
 
 import (
+	"math"
 	"testing"
 	"unsafe"
 )
@@ -21,7 +22,7 @@ func TestXorShift64Star(t *testing.T) {
 			t.Fatal("same seed, different sequences")
 		}
 	}
-	for _, n := range []int{1, 2, 3, 7, 1000, 1 << 40} {
+	for _, n := range []int{1, 2, 3, 7, 1000, 1 << 30, math.MaxInt} {
 		seen := map[int]bool{}
 		for range 2000 {
 			v := r1.Intn(n)
