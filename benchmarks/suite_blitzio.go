@@ -81,7 +81,7 @@ func bioGoSpawnMany(n int) {
 	wg.Wait()
 }
 
-// bioYielder yields n times without allocating (a self-wake during its poll re-queues it).
+// bioYielder yields n times without allocating (Context.Yield).
 type bioYielder struct {
 	n   int
 	rem *atomic.Int64
@@ -96,7 +96,7 @@ func (y *bioYielder) Poll(cx *blitzio.Context) (struct{}, bool) {
 		return struct{}{}, true
 	}
 	y.n--
-	cx.Waker().Wake()
+	cx.Yield()
 	return struct{}{}, false
 }
 
@@ -236,9 +236,10 @@ func bioSleepingTaskBytes(n int) float64 {
 
 func bioSleepingGoroutineBytes(n int) float64 {
 	stop := make(chan struct{})
-	var started sync.WaitGroup
+	var started, exited sync.WaitGroup
 	before := bioMemInUse()
 	started.Add(n)
+	exited.Add(n)
 	for i := 0; i < n; i++ {
 		go func() {
 			started.Done()
@@ -248,11 +249,13 @@ func bioSleepingGoroutineBytes(n int) float64 {
 			case <-stop: // lets the measurement end without waiting a minute
 			}
 			t.Stop()
+			exited.Done()
 		}()
 	}
 	started.Wait()
 	after := bioMemInUse()
 	close(stop)
+	exited.Wait() // do not let a million exiting goroutines pollute what runs next
 	return (after - before) / float64(n)
 }
 
@@ -277,6 +280,9 @@ func bioIdlePercent(window time.Duration, withRuntime bool) float64 {
 		// Let the workers settle into their parked state.
 		blitzio.BlockOn(rt, blitzio.Sleep(10*time.Millisecond))
 	}
+	// Settle first: finish the GC work and goroutine exits earlier cases left behind.
+	bioUserCPU()
+	time.Sleep(100 * time.Millisecond)
 	before := bioUserCPU()
 	time.Sleep(window)
 	used := bioUserCPU() - before

@@ -59,7 +59,11 @@ type Context struct {
 	waker  Waker
 	rt     *Runtime
 	w      *worker // the worker polling, nil when polled by BlockOn or by hand
+	task   *header // the task being polled by w
 	budget int32
+	// yield is set by Yield during a worker's poll: the worker re-queues the task at the
+	// back of its queue with one CAS, instead of a wake (CAS) plus the idle transition.
+	yield bool
 }
 
 // budgetPerPoll is the cooperative budget a task gets for one poll (seed 003: 128 polls
@@ -96,13 +100,21 @@ func (cx *Context) ConsumeBudget() bool {
 	return false
 }
 
+// Yield asks for the task being polled to be polled again after the other queued tasks:
+// the caller returns pending, and the task goes to the back of the run queue. It is how a
+// hand-written future yields without allocating (YieldNow is the future form). Outside a
+// worker (BlockOn, a hand-made Context) it wakes cx.Waker().
+func (cx *Context) Yield() { cx.wakeSelfYield() }
+
 // wakeSelfYield re-schedules the polled task at the back of its worker's queue.
 func (cx *Context) wakeSelfYield() {
-	if h, ok := cx.waker.t.(*header); ok && cx.w != nil && h.rt == cx.rt {
-		// We are polling h right now: the wake only sets NOTIFIED; the worker sees it
-		// when Poll returns and puts the task at the back of its queue (a yield).
-		h.wake(nil)
-		return
+	if cx.w != nil && cx.task != nil {
+		if h, ok := cx.waker.t.(*header); ok && h == cx.task {
+			// We are polling h right now, so only this worker can act on the request:
+			// no atomic needed until the poll ends (worker.poll).
+			cx.yield = true
+			return
+		}
 	}
 	cx.waker.Wake()
 }
@@ -303,6 +315,6 @@ func (y *yieldFuture) Poll(cx *Context) (struct{}, bool) {
 
 // YieldNow returns a future that is pending once, after re-scheduling its task at the
 // back of the run queue, and ready on the next poll: it lets other tasks run. A
-// hand-written future yields the same way without allocating: it calls cx.Waker().Wake()
-// and returns pending (a wake during the task's own poll re-queues it at the back).
+// hand-written future yields the same way without allocating: it calls cx.Yield() and
+// returns pending.
 func YieldNow() Future[struct{}] { return &yieldFuture{} }

@@ -76,14 +76,10 @@ func (h JoinHandle[T]) IsFinished() bool { return life(h.c.state.v.Load()) == st
 // Detach gives up the handle: the task keeps running, and its result is released as soon
 // as it finishes. Do not use the handle (or its copies) afterwards.
 func (h JoinHandle[T]) Detach() {
-	prev := h.c.state.dropJoinInterest()
-	if prev&flagJoinInterest == 0 {
-		return // already detached
-	}
-	if life(prev) == stComplete {
-		h.c.vt.release()
-	}
-	if h.c.state.unref() {
+	prev, ok := h.c.state.dropJoinInterest()
+	if ok && (life(prev) == stComplete || refs(prev) == 1) {
+		// The completer saw our interest and kept the output, or we hold the last
+		// reference: release it now.
 		h.c.vt.release()
 	}
 }

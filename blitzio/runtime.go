@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // MaxWorkers is the largest worker count a Runtime accepts: the parked-worker bitmap is
@@ -38,6 +39,7 @@ const (
 
 var backendNames = [...]string{"auto", "io_uring", "epoll", "kqueue", "portable"}
 
+// String returns the backend's name ("auto", "io_uring", ...).
 func (b Backend) String() string {
 	if int(b) < len(backendNames) {
 		return backendNames[b]
@@ -206,7 +208,9 @@ func (cx *Context) spawnTarget() (*Runtime, *Context) {
 func Spawn[F Future[T], T any](s Spawner, f F) JoinHandle[T] {
 	rt, cx := s.spawnTarget()
 	t := &task[F, T]{fut: f}
-	t.state.v.Store(initialState)
+	// A plain store: nobody else can see the task yet (publication through a queue
+	// orders it before any atomic access), and an atomic store costs an XCHG.
+	*(*uint64)(unsafe.Pointer(&t.state.v)) = initialState
 	t.rt = rt
 	t.vt = t
 	h := &t.header

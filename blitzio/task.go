@@ -19,6 +19,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error returns the panic value and the stack.
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("blitzio: task panicked: %v\n%s", e.Value, e.Stack)
 }
@@ -127,16 +128,17 @@ func (h *header) wake(cx *Context) {
 
 // finish completes a task its caller owns (running) whose output, panic or
 // cancellation is stored: publish completion, wake the JoinHandle, leave the owned list.
+//
+// The task leaves the owned list before it is marked complete: we own it, so Shutdown has
+// nothing to do for it, and the runtime's reference is then dropped by the same CAS that
+// completes it (one atomic write fewer per task).
 func (h *header) finish(cx *Context) {
+	h.rt.owned.remove(h)
 	prev := h.state.toComplete()
-	if prev&flagJoinInterest == 0 {
-		h.vt.release() // detached: nobody will read the output
+	if prev&flagJoinInterest == 0 || refs(prev) == 1 {
+		h.vt.release() // detached, or the last reference: nobody will read the output
 	} else if prev&flagJoinWaker != 0 {
 		h.joinWaker.WakeFrom(cx)
-	}
-	h.rt.owned.remove(h)
-	if h.state.unref() {
-		h.vt.release()
 	}
 }
 

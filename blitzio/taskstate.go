@@ -105,11 +105,27 @@ func (s *taskState) toIdle() idleAction {
 	}
 }
 
-// toComplete moves a running task to complete and returns the state before.
+// toYield moves a running task whose poll asked to yield straight back to scheduled
+// (clearing NOTIFIED, which would mean the same). It returns false, leaving the task
+// running, if the task was cancelled: then the caller drops it.
+func (s *taskState) toYield() bool {
+	for {
+		cur := s.v.Load()
+		if cur&flagCancelled != 0 {
+			return false
+		}
+		if s.v.CompareAndSwap(cur, cur&^(lifeMask|flagNotified)|stScheduled) {
+			return true
+		}
+	}
+}
+
+// toComplete moves a running task to complete and drops the runtime's reference in the
+// same CAS; it returns the state before.
 func (s *taskState) toComplete() uint64 {
 	for {
 		cur := s.v.Load()
-		next := cur&^(lifeMask|flagNotified) | stComplete
+		next := (cur&^(lifeMask|flagNotified) | stComplete) - refOne
 		if s.v.CompareAndSwap(cur, next) {
 			return cur
 		}
@@ -214,18 +230,17 @@ func (s *taskState) unsetJoinWaker() bool {
 	}
 }
 
-// dropJoinInterest clears JOIN_INTEREST (Detach). It returns the state before, so the
-// caller can release an output that was already stored.
-func (s *taskState) dropJoinInterest() uint64 {
+// dropJoinInterest clears JOIN_INTEREST and drops the handle's reference in one CAS
+// (Detach). It returns the state before, so the caller can release an output that was
+// already stored; ok is false if the handle was already detached.
+func (s *taskState) dropJoinInterest() (prev uint64, ok bool) {
 	for {
 		cur := s.v.Load()
-		if s.v.CompareAndSwap(cur, cur&^flagJoinInterest) {
-			return cur
+		if cur&flagJoinInterest == 0 {
+			return cur, false
+		}
+		if s.v.CompareAndSwap(cur, cur&^flagJoinInterest-refOne) {
+			return cur, true
 		}
 	}
-}
-
-// unref drops one reference and reports whether it was the last.
-func (s *taskState) unref() bool {
-	return refs(s.v.Add(^(refOne - 1))) == 0
 }

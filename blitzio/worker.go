@@ -204,9 +204,22 @@ func (w *worker) poll(h *header) {
 		return
 	}
 	cx.waker = Waker{t: h}
+	cx.task = h
 	cx.budget = budgetPerPoll
-	if h.vt.poll(cx) {
+	cx.yield = false
+	done := h.vt.poll(cx)
+	cx.task = nil
+	if done {
 		h.finish(cx)
+		return
+	}
+	if cx.yield {
+		if h.state.toYield() {
+			w.q.pushBack(h, &w.rt.inject)
+			w.rt.notifyParked()
+		} else {
+			h.cancelOwned(cx)
+		}
 		return
 	}
 	switch h.state.toIdle() {
