@@ -3,6 +3,7 @@ package lockfree
 import (
 	"fmt"
 	"sync/atomic"
+	"unsafe"
 )
 
 // DefaultDequeCapacity is the ring size of a deque made with capacity 0: 256 slots, the
@@ -107,13 +108,16 @@ type Deque[T any] struct {
 	topSeen   int64
 	ownRing   *ring[T]
 	onFull    func(*T)
-	_         [CacheLineSize - 8 - 8 - 8 - 8 - 8]byte
+	_         [CacheLineSize - 3*8 - 2*ptrSize]byte
 
 	// buf is the ring thieves read; replaced only by PushGrow. Read-mostly, so it has a
 	// line of its own rather than sharing the owner's, which changes on every Push.
 	buf atomic.Pointer[ring[T]]
-	_   [CacheLineSize - 8]byte
+	_   [CacheLineSize - ptrSize]byte
 }
+
+// ptrSize is the size of a pointer, for padding that is right on 32-bit platforms too.
+const ptrSize = unsafe.Sizeof(uintptr(0))
 
 // NewDeque returns an empty deque with a ring of the given capacity, which must be 0
 // (DefaultDequeCapacity) or a positive power of two. It panics otherwise: capacities are
