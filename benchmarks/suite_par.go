@@ -17,6 +17,11 @@ import (
 // GOMAXPROCS chunk and a wait). Inputs are built once per case when the suite runs; -quick
 // uses inputs about ten times smaller. Mirrors blitz/par_bench_test.go.
 
+// bparExtraBaselines, when set (by suite_par_deps.go, which needs golang.org/x/sync and
+// github.com/sourcegraph/conc in this module's go.mod), returns more baselines for a case:
+// errgroup and conc/iter versions.
+var bparExtraBaselines func(caseName string, cfg Config) []Impl
+
 func init() {
 	Register(Suite{
 		Name:  "blitz-par",
@@ -189,7 +194,7 @@ func bparCases(cfg Config) []Case {
 	}
 	score := func(r bparRec) float64 { return r.score }
 
-	return []Case{
+	cases := []Case{
 		sumCase("Sum/100M", big, "GB/s", "target >= 25 GB/s (Rayon 2 threads: ~28 GB/s); copy = the machine's bandwidth"),
 		sumCase("Sum/1000", 1000, "", "target <= 1.2x the plain loop (small inputs never touch the pool)"),
 		sortCase("Sort/random", "target >= 5x slices.Sort (Rayon par_sort_unstable ~150 ms for 10M)", rnd,
@@ -336,4 +341,10 @@ func bparCases(cfg Config) []Case {
 			}}},
 		},
 	}
+	if bparExtraBaselines != nil {
+		for i := range cases {
+			cases[i].Baselines = append(cases[i].Baselines, bparExtraBaselines(cases[i].Name, cfg)...)
+		}
+	}
+	return cases
 }
