@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 const benchFibN = 30
@@ -33,6 +34,18 @@ func onWorker(p *Pool, f func(t *Task)) {
 	<-done
 }
 
+// inPool runs the benchmark loop inside one job on a worker of a fresh pool: exactly
+// `workers` goroutines compute and the loop allocates nothing.
+func inPool(b *testing.B, workers int, body func(t *Task)) {
+	p := newPool(b, Config{Workers: workers})
+	b.ReportAllocs()
+	onWorker(p, func(t *Task) {
+		for b.Loop() {
+			body(t)
+		}
+	})
+}
+
 func BenchmarkFibSeq(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
@@ -41,17 +54,36 @@ func BenchmarkFibSeq(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/fibForks(benchFibN), "ns/fork")
 }
 
+// BenchmarkFibJoin forks at every call of fib(30). The main figures use the
+// Future.Stolen idiom; the join=Join sub-benchmarks use Future.Join.
 func BenchmarkFibJoin(b *testing.B) {
 	for _, w := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
-			p := newPool(b, Config{Workers: w})
-			b.ReportAllocs()
-			for b.Loop() {
-				onWorker(p, func(t *Task) { fib(t, benchFibN) })
-			}
+			inPool(b, w, func(t *Task) { fibS(t, benchFibN) })
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/fibForks(benchFibN), "ns/fork")
 		})
 	}
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d/join=Join", w), func(b *testing.B) {
+			inPool(b, w, func(t *Task) { fib(t, benchFibN) })
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/fibForks(benchFibN), "ns/fork")
+		})
+	}
+}
+
+// BenchmarkFibIdeal2 is the best a 2-way split can do on this machine right now: the
+// two halves of fib(30) computed sequentially on two goroutines. Compare workers=2
+// against it when the machine is shared.
+func BenchmarkFibIdeal2(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); fibSeq(benchFibN - 1) }()
+		fibSeq(benchFibN - 2)
+		wg.Wait()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/fibForks(benchFibN), "ns/fork")
 }
 
 func BenchmarkFibGoroutine(b *testing.B) {
@@ -82,11 +114,7 @@ func BenchmarkTreeSum(b *testing.B) {
 		})
 		for _, w := range []int{1, 2} {
 			b.Run(fmt.Sprintf("nodes=%d/workers=%d", n, w), func(b *testing.B) {
-				p := newPool(b, Config{Workers: w})
-				b.ReportAllocs()
-				for b.Loop() {
-					onWorker(p, func(t *Task) { sumPar(t, tree) })
-				}
+				inPool(b, w, func(t *Task) { sumParS(t, tree) })
 			})
 		}
 	}
@@ -100,18 +128,16 @@ func emptyTree(t *Task, depth int) Unit {
 	}
 	f := emptyJob.Fork(t, emptyTree, depth-1)
 	emptyTree(t, depth-1)
-	f.Join(t)
+	if _, ok := f.Stolen(t); !ok {
+		emptyTree(t, depth-1)
+	}
 	return Unit{}
 }
 
 func BenchmarkJoinEmptyDepth20(b *testing.B) {
 	for _, w := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
-			p := newPool(b, Config{Workers: w})
-			b.ReportAllocs()
-			for b.Loop() {
-				onWorker(p, func(t *Task) { emptyTree(t, 20) })
-			}
+			inPool(b, w, func(t *Task) { emptyTree(t, 20) })
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(1<<20-1), "ns/join")
 		})
 	}
@@ -120,6 +146,7 @@ func BenchmarkJoinEmptyDepth20(b *testing.B) {
 func BenchmarkCallFromOutside(b *testing.B) {
 	b.Run("idle", func(b *testing.B) {
 		p := newPool(b, Config{Workers: 2})
+		time.Sleep(10 * time.Millisecond) // let the workers fall asleep
 		b.ReportAllocs()
 		for b.Loop() {
 			p.Call(func(*Task) {})
