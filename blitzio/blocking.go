@@ -68,6 +68,7 @@ func SpawnBlocking[T any](s Spawner, f func() T) JoinHandle[T] {
 	rt, _ := s.spawnTarget()
 	t := &blockingTask[T]{f: f}
 	t.state.v.Store(initialState)
+	t.ownIdx = -1 // blocking tasks are tracked by the pool, not the owned list
 	t.rt = rt
 	t.vt = t
 	rt.blocking.submit(&t.header)

@@ -34,20 +34,21 @@ func (e *PanicError) Unwrap() error {
 }
 
 // header is the type-independent part of a task: what queues, wakers and the owned-task
-// list handle. It is the first field of core[T], which is the first field of task[F, T],
-// so one allocation holds header, result and future (Tokio's Cell<T, S>).
+// list handle. It is embedded in core[T], which is embedded in task[F, T], so one
+// allocation holds header, result and future (Tokio's Cell<T, S>).
 type header struct {
 	state taskState
 	next  *header // link in the injection queue and in batches moved between queues
-	// ownPrev/ownNext link the task into its shard of the runtime's owned-task list, so
-	// Shutdown can find idle tasks that are in no queue. Guarded by the shard's mutex.
-	ownPrev, ownNext *header
-	rt               *Runtime
-	vt               taskVTable // the enclosing *task[F, T], for the type-specific work
+	// ownIdx is the task's index in its shard of the runtime's owned-task list (so
+	// Shutdown can find idle tasks that are in no queue), or -1 when it is in none.
+	// Guarded by the shard's mutex. An index into a slice instead of list links keeps the
+	// header small: a task with an empty future fits the 80-byte size class.
+	ownIdx int32
+	rt     *Runtime
+	vt     taskVTable // the enclosing *task[F, T], for the type-specific work
 	// joinWaker is written by the JoinHandle only while JOIN_WAKER is clear, and read by
 	// the completer only after it saw JOIN_WAKER set (see taskState.setJoinWaker).
 	joinWaker Waker
-	owned     bool // linked in the owned list; guarded by the shard mutex
 }
 
 // taskVTable is the type-specific part of a task, implemented by *task[F, T]. The
@@ -69,10 +70,12 @@ type core[T any] struct {
 	err error
 }
 
-// task is one spawned future: header, output and future in one allocation.
+// task is one spawned future: header, output and future in one allocation. The future
+// comes first so that an empty future is not padded at the end of the struct (Go pads a
+// trailing zero-size field): a task of an empty future is 80 bytes.
 type task[F Future[T], T any] struct {
-	core[T]
 	fut F
+	core[T]
 }
 
 func (t *task[F, T]) poll(cx *Context) (done bool) {
@@ -154,21 +157,21 @@ const ownedShards = 16
 
 type ownedShard struct {
 	mu     sync.Mutex
-	head   *header
-	n      int
+	tasks  []*header
 	closed bool
-	_      [64 - 8 - 8 - 8 - 8]byte // keep shards on separate cache lines
+	_      [64 - 8 - 24 - 8]byte // keep shards on separate cache lines
 }
 
 // ownedTasks is the set of a runtime's live tasks (Tokio's OwnedTasks), sharded by task
-// address so spawns on different workers rarely share a mutex.
+// address so spawns on different workers rarely share a mutex. Each shard is a slice;
+// removal moves the last task into the hole, so insert and remove are O(1).
 type ownedTasks struct {
 	shards [ownedShards]ownedShard
 }
 
 func (o *ownedTasks) shard(h *header) *ownedShard {
-	// Heap objects do not move in Go, so the address is a stable hash. Objects are at
-	// least 16-byte aligned; drop the low bits that are always zero for our size class.
+	// Heap objects do not move in Go, so the address is a stable hash. Drop the low
+	// bits, which are the same for every object of a size class.
 	return &o.shards[(uintptr(unsafe.Pointer(h))>>7)%ownedShards]
 }
 
@@ -179,15 +182,11 @@ func (o *ownedTasks) insert(h *header) bool {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		h.ownIdx = -1
 		return false
 	}
-	h.ownNext = s.head
-	if s.head != nil {
-		s.head.ownPrev = h
-	}
-	s.head = h
-	h.owned = true
-	s.n++
+	h.ownIdx = int32(len(s.tasks))
+	s.tasks = append(s.tasks, h)
 	s.mu.Unlock()
 	return true
 }
@@ -195,17 +194,20 @@ func (o *ownedTasks) insert(h *header) bool {
 func (o *ownedTasks) remove(h *header) {
 	s := o.shard(h)
 	s.mu.Lock()
-	if h.owned {
-		if h.ownPrev != nil {
-			h.ownPrev.ownNext = h.ownNext
-		} else {
-			s.head = h.ownNext
+	if i := h.ownIdx; i >= 0 {
+		last := len(s.tasks) - 1
+		if int(i) != last {
+			moved := s.tasks[last]
+			s.tasks[i] = moved
+			moved.ownIdx = i
 		}
-		if h.ownNext != nil {
-			h.ownNext.ownPrev = h.ownPrev
+		s.tasks[last] = nil
+		s.tasks = s.tasks[:last]
+		h.ownIdx = -1
+		if cap(s.tasks) > 1024 && len(s.tasks) < cap(s.tasks)/4 {
+			// Give memory back after a burst of tasks has finished.
+			s.tasks = append([]*header(nil), s.tasks...)
 		}
-		h.ownPrev, h.ownNext, h.owned = nil, nil, false
-		s.n--
 	}
 	s.mu.Unlock()
 }
@@ -217,13 +219,11 @@ func (o *ownedTasks) closeAndTake() []*header {
 		s := &o.shards[i]
 		s.mu.Lock()
 		s.closed = true
-		for h := s.head; h != nil; {
-			next := h.ownNext
-			h.ownPrev, h.ownNext, h.owned = nil, nil, false
-			all = append(all, h)
-			h = next
+		for _, h := range s.tasks {
+			h.ownIdx = -1
 		}
-		s.head, s.n = nil, 0
+		all = append(all, s.tasks...)
+		s.tasks = nil
 		s.mu.Unlock()
 	}
 	return all
@@ -235,7 +235,7 @@ func (o *ownedTasks) len() int {
 	for i := range o.shards {
 		s := &o.shards[i]
 		s.mu.Lock()
-		n += s.n
+		n += len(s.tasks)
 		s.mu.Unlock()
 	}
 	return n
