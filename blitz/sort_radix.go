@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"sync"
 	"unsafe"
+	"weak"
 )
 
 // Parallel radix sort for integer and float keys, used by Sort.
@@ -44,24 +45,42 @@ const (
 )
 
 // radixScratch caches the scratch buffer of the last large radix sort. A fresh 80 MB buffer
-// costs more in page faults and zeroing than a whole pass of the sort; a buffer is taken
-// out of the pool for the duration of one sort, so concurrent sorts never share one, and
-// the GC empties the pool when the memory is not reused.
-var radixScratch sync.Pool // of *[]uint64
+// costs more in page faults and zeroing than a whole pass of the sort. The cache holds only
+// a weak pointer, so the buffer is reused by back-to-back sorts but freed by the next GC
+// when nobody sorts; a buffer is taken out of the cache for the duration of one sort, so
+// concurrent sorts never share one. (A sync.Pool keeps its item in the releasing P's
+// private slot, where a sort that starts on another P misses it about half the time.)
+var radixScratch struct {
+	mu  sync.Mutex
+	buf weak.Pointer[[]uint64]
+}
 
 // radixBuffer returns a scratch slice of n keys and the function that gives it back.
 func radixBuffer[K radixKey](n int) ([]K, func()) {
 	var k K
 	words := (n*int(unsafe.Sizeof(k)) + 7) / 8
-	bp, _ := radixScratch.Get().(*[]uint64)
-	if bp == nil || cap(*bp) < words {
+	radixScratch.mu.Lock()
+	bp := radixScratch.buf.Value()
+	if bp != nil && cap(*bp) >= words {
+		radixScratch.buf = weak.Pointer[[]uint64]{}
+	} else {
+		bp = nil
+	}
+	radixScratch.mu.Unlock()
+	if bp == nil {
 		b := make([]uint64, words)
 		bp = &b
 	}
 	// Reinterpreting the words as keys is safe: K has no pointers and uint64's alignment
 	// satisfies every key type.
 	buf := unsafe.Slice((*K)(unsafe.Pointer(unsafe.SliceData(*bp))), n)
-	return buf, func() { radixScratch.Put(bp) }
+	return buf, func() {
+		radixScratch.mu.Lock()
+		if old := radixScratch.buf.Value(); old == nil || cap(*old) < cap(*bp) {
+			radixScratch.buf = weak.Make(bp)
+		}
+		radixScratch.mu.Unlock()
+	}
 }
 
 // radixSort sorts the unsigned keys of a in place, in parallel.
