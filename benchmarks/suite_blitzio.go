@@ -491,6 +491,29 @@ func blitzioCases(cfg Config) []Case {
 			}}},
 		},
 		{
+			Name: "SleepReuse",
+			Note: "a reused sleep: register then Reset (timer removed), no allocation; beside a reused time.Timer Reset+Stop",
+			Ours: Impl{"blitzio.Sleep+Reset", func(b *testing.B) {
+				rt := bioRuntime(b)
+				cx := blitzio.NewContext(rt, blitzio.Waker{})
+				s := blitzio.Sleep(time.Minute)
+				b.ReportAllocs()
+				for b.Loop() {
+					s.Poll(cx)
+					s.Reset(time.Minute)
+				}
+			}},
+			Baselines: []Impl{{"time.Timer Reset+Stop", func(b *testing.B) {
+				t := time.AfterFunc(time.Hour, func() {})
+				t.Stop()
+				b.ReportAllocs()
+				for b.Loop() {
+					t.Reset(time.Minute)
+					t.Stop()
+				}
+			}}},
+		},
+		{
 			Name:   "IdleRuntimeCPU",
 			Metric: "%core",
 			Note:   "CPU of an idle runtime (GOMAXPROCS workers parked), percent of one core; target <= 2%",

@@ -32,7 +32,6 @@ const (
 type SleepFuture struct {
 	entry timerEntry
 	rt    *Runtime
-	waker Waker // the waker registered with the entry (owned by the poller)
 	// d is the duration (mode sleepRelative) or the deadline as runtime-elapsed time
 	// (mode sleepAtElapsed, Interval's ticks); until is the deadline of SleepUntil.
 	d     time.Duration
@@ -77,7 +76,6 @@ func (s *SleepFuture) Poll(cx *Context) (struct{}, bool) {
 			}
 		}
 		s.state = sleepRegistered
-		s.waker = cx.waker
 		if rt.registerTimer(&s.entry, timeToTick(at), nowTick(now), cx.waker) {
 			return struct{}{}, false
 		}
@@ -85,9 +83,10 @@ func (s *SleepFuture) Poll(cx *Context) (struct{}, bool) {
 	case sleepRegistered:
 		if s.entry.fired.Load() {
 			s.state = sleepDone
-		} else if !s.waker.WillWake(cx.waker) {
+		} else if !s.entry.waker.WillWake(cx.waker) {
+			// Reading entry.waker without the lock is safe: only the poller writes it
+			// (under the lock, so the firer reads a whole value), and firing does not.
 			if s.rt.updateTimerWaker(&s.entry, cx.waker) {
-				s.waker = cx.waker
 				return struct{}{}, false
 			}
 			s.state = sleepDone
@@ -107,7 +106,6 @@ func (s *SleepFuture) Drop() {
 		s.rt.cancelTimer(&s.entry)
 	}
 	s.state = sleepDone
-	s.waker = Waker{}
 }
 
 // Reset re-arms the sleep to finish d after its next poll, removing its current timer

@@ -92,7 +92,6 @@ func (rt *Runtime) cancelTimer(e *timerEntry) {
 	ts.mu.Lock()
 	if e.level > 0 {
 		ts.w.remove(e)
-		e.waker = Waker{}
 	}
 	ts.mu.Unlock()
 }
@@ -129,9 +128,9 @@ func (rt *Runtime) processTimers(tryOnly bool) {
 	}
 	var wakers []Waker
 	ts.w.advance(now, func(e *timerEntry) {
-		e.fired.Store(true)
+		// e.waker is left in place: only the poller writes it (see SleepFuture.Poll).
 		wakers = append(wakers, e.waker)
-		e.waker = Waker{}
+		e.fired.Store(true)
 	})
 	if t, ok := ts.w.nextExpiration(); ok {
 		ts.nextAt.Store(int64(t))
@@ -153,7 +152,7 @@ func (ts *timerState) clear() {
 	unlink := func(list *timerEntry) {
 		for e := list; e != nil; {
 			next := e.next
-			e.prev, e.next, e.level, e.waker = nil, nil, 0, Waker{}
+			e.prev, e.next, e.level = nil, nil, 0
 			e = next
 		}
 	}
