@@ -523,3 +523,52 @@ func TestPanicInPollAndDrop(t *testing.T) {
 		t.Fatalf("worker died: %v %v", v, err)
 	}
 }
+
+// treeTask spawns its children from inside the task (local queue, LIFO slot, overflow to
+// the injection queue once 256 are queued) and awaits them, while the other workers
+// steal. Every task must run exactly once.
+type treeTask struct {
+	depth, fan int
+	runs       *atomic.Int64
+	kids       []JoinHandle[int]
+	next       int
+	sum        int
+}
+
+func (t *treeTask) Poll(cx *Context) (int, bool) {
+	if t.kids == nil {
+		t.runs.Add(1)
+		t.kids = make([]JoinHandle[int], 0, t.fan)
+		if t.depth > 0 {
+			for i := 0; i < t.fan; i++ {
+				t.kids = append(t.kids, Spawn[*treeTask, int](cx, &treeTask{depth: t.depth - 1, fan: t.fan, runs: t.runs}))
+			}
+		}
+	}
+	for ; t.next < len(t.kids); t.next++ {
+		r, ok := t.kids[t.next].Poll(cx)
+		if !ok {
+			return 0, false
+		}
+		t.sum += r.Value
+	}
+	return t.sum + 1, true
+}
+
+func TestWorkStealingTreeRunsEveryTaskOnce(t *testing.T) {
+	depth, fan := 3, 40 // 1 + 40 + 1,600 + 64,000 tasks
+	if raceEnabled || testing.Short() {
+		depth, fan = 2, 40
+	}
+	want := 1
+	for d, n := 0, 1; d < depth; d++ {
+		n *= fan
+		want += n
+	}
+	rt := newRT(t, Config{Workers: 4})
+	var runs atomic.Int64
+	v, err := waitHandle(t, Spawn[*treeTask, int](rt, &treeTask{depth: depth, fan: fan, runs: &runs}))
+	if err != nil || v != want || runs.Load() != int64(want) {
+		t.Fatalf("tree: value %d, runs %d, err %v; want %d", v, runs.Load(), err, want)
+	}
+}
