@@ -13,6 +13,7 @@ import (
 // and from spawned tasks. A *Spawner must not be used after its Scope call returned.
 type Spawner struct {
 	pool  *Pool
+	owner *Task // waits in Scope; woken by the task that finishes last
 	count lockfree.CountLatch
 	first atomic.Pointer[PanicError]
 	ctx   context.Context // nil for Scope
@@ -28,7 +29,7 @@ type Spawner struct {
 // tasks may come from any goroutine, so they cannot use the caller's frame stack. For
 // fine-grained recursive parallelism use Join or a Job.
 func Scope(t *Task, body func(s *Spawner)) {
-	s := &Spawner{pool: t.pool}
+	s := &Spawner{pool: t.pool, owner: t}
 	if p := s.run(t, body); p != nil {
 		panic(p)
 	}
@@ -39,7 +40,7 @@ func Scope(t *Task, body func(s *Spawner)) {
 // error after the tasks already running have finished. It returns nil if ctx was not
 // cancelled before the scope ended. Panics are re-raised as in Scope.
 func ScopeContext(ctx context.Context, t *Task, body func(s *Spawner)) error {
-	s := &Spawner{pool: t.pool, ctx: ctx}
+	s := &Spawner{pool: t.pool, owner: t, ctx: ctx}
 	if p := s.run(t, body); p != nil {
 		panic(p)
 	}
@@ -90,6 +91,11 @@ func (s *Spawner) Spawn(f func(t *Task)) {
 			s.first.CompareAndSwap(nil, pe)
 		}
 		s.count.Decrement()
+		if s.count.Probe() {
+			// The owner may be asleep in waitUntil: the latch is set, now wake it (the
+			// regression test TestScopeOwnerWorkerSleepsAndIsWoken).
+			s.owner.notify()
+		}
 	})
 	s.pool.inject(&h.job)
 }

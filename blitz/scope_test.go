@@ -95,3 +95,28 @@ func TestTryJoinContext(t *testing.T) {
 		t.Fatalf("cancelled TryJoinContext = %v, started %d", err, started.Load())
 	}
 }
+
+// TestScopeOwnerWorkerSleepsAndIsWoken is the regression test for a lost wake-up: a
+// worker waiting for its scope went to sleep, and the last spawned task to finish did
+// not wake it (only stolen frames woke their owner).
+func TestScopeOwnerWorkerSleepsAndIsWoken(t *testing.T) {
+	p := newPool(t, Config{Workers: 2, SpinRounds: 1})
+	for i := 0; i < 10; i++ {
+		done := make(chan struct{})
+		p.Go(func(t *Task) {
+			Scope(t, func(s *Spawner) {
+				// Whichever the owner takes, the other worker has the other one; when
+				// the owner takes the short one it sleeps waiting for the long one.
+				s.Spawn(func(*Task) { time.Sleep(30 * time.Millisecond) })
+				time.Sleep(5 * time.Millisecond) // let the other worker take the long one
+				s.Spawn(func(*Task) { time.Sleep(time.Millisecond) })
+			})
+			close(done)
+		})
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: the scope's owner was never woken after its spawned task finished", i)
+		}
+	}
+}

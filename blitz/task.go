@@ -153,8 +153,17 @@ func (t *Task) execute(j *job) {
 	j.latch.SetDone()
 	// The owner may be asleep in waitUntil: set its CoreLatch after the frame's latch,
 	// so it either sees the frame done or fails to (stay) asleep.
-	if owner != nil && owner.sleeper != nil && owner.sleeper.latch.Set() {
-		owner.pool.wakeSpecific(owner.index)
+	if owner != nil {
+		owner.notify()
+	}
+}
+
+// notify tells a worker that a latch it may be waiting for in waitUntil was set: it
+// sets the worker's CoreLatch and wakes it if it is asleep. Call it after setting the
+// latch. A guest needs nothing: it parks on the latch itself.
+func (t *Task) notify() {
+	if t.sleeper != nil && t.sleeper.latch.Set() {
+		t.pool.wakeSpecific(t.index)
 	}
 }
 
