@@ -229,17 +229,32 @@ func FlatMap[T, U any](s []T, f func(T) []U, opts ...Option) []U {
 	return Flatten(Map(s, f, opts...), opts...)
 }
 
-// Flatten returns the concatenation of the slices in ss, in order, as one new slice.
+// Flatten returns the concatenation of the slices in ss, in order, as one new slice. The
+// output offsets are prefix sums of the lengths; the copies run in parallel, split by parts
+// but sized by elements (the grain counts elements), so a few huge parts still spread over
+// the workers.
 func Flatten[T any](ss [][]T, opts ...Option) []T {
-	c := parResolve(len(ss), parMinGrain, opts)
 	offs := make([]int, len(ss)+1)
 	for i, x := range ss {
 		offs[i+1] = offs[i] + len(x)
 	}
-	out := make([]T, offs[len(ss)])
-	// Split by parts, but weigh by elements: a part-level leaf of huge parts is still one
-	// copy call each, which is what we want.
-	parFor(c, len(ss), func(lo, hi int) {
+	total := offs[len(ss)]
+	out := make([]T, total)
+	c := parResolve(total, parMinGrainCheap, opts)
+	if c.seq || len(ss) == 1 {
+		if len(ss) == 1 {
+			parCopy(c, out, ss[0])
+			return out
+		}
+		for i, x := range ss {
+			copy(out[offs[i]:], x)
+		}
+		return out
+	}
+	cp := c
+	cp.grain = max(1, int(int64(len(ss))*int64(c.grain)/int64(total)))
+	cp.seq = len(ss) <= cp.grain
+	parFor(cp, len(ss), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			copy(out[offs[i]:offs[i+1]], ss[i])
 		}
