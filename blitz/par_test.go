@@ -55,25 +55,28 @@ func TestForUntilStopsWork(t *testing.T) {
 	defer p.Close()
 	const n, grain = 1 << 16, 16 // 4096 leaves
 	var leaves, afterHit atomic.Int64
+	var first atomic.Bool
 	stopped := ForUntil(n, func(lo, hi int, s Stop) {
 		leaves.Add(1)
 		if s.Stopped() {
 			afterHit.Add(1) // started although the flag was already set
 		}
-		if lo <= 100 && 100 < hi {
-			s.Stop()
+		if first.CompareAndSwap(false, true) {
+			s.Stop() // the first leaf to run finds what the loop looks for
 		}
 	}, WithPool(p), WithGrain(grain))
 	if !stopped {
 		t.Fatal("ForUntil reported no stop")
 	}
-	// A leaf that passed the framework's check just before Stop may still start: at most
-	// one per worker (plus the caller). Everything else must have been skipped.
-	if a := afterHit.Load(); a > int64(p.NumWorkers())+1 {
+	// Every goroutine running leaves (the workers and the caller) checks the flag before
+	// each leaf, so besides the leaf that stopped the loop each can have started at most
+	// the one leaf it had already checked: no scheduling makes more leaves run.
+	limit := int64(p.NumWorkers() + 1)
+	if a := afterHit.Load(); a > limit {
 		t.Fatalf("%d leaves started after the hit (workers %d)", a, p.NumWorkers())
 	}
-	if l := leaves.Load(); l >= n/grain/2 {
-		t.Fatalf("%d of %d leaves ran although the first leaves stopped the loop", l, n/grain)
+	if l := leaves.Load(); l > 1+limit {
+		t.Fatalf("%d of %d leaves ran although the first one stopped the loop", l, n/grain)
 	}
 	if ForUntil(1000, func(lo, hi int, s Stop) {}, WithGrain(10)) {
 		t.Fatal("ForUntil without Stop reported stopped")
@@ -209,8 +212,10 @@ func TestTryForEachStopsRemainingWork(t *testing.T) {
 	if !errors.Is(err, errTest) {
 		t.Fatalf("err = %v", err)
 	}
-	if c := calls.Load(); c > n/2 {
-		t.Fatalf("%d of %d calls ran after the error", c, n)
+	// Leaves check the flag before every element: after the 10th call fails, each other
+	// goroutine (workers and caller) finishes at most the call it is in.
+	if c := calls.Load(); c > 10+int64(p.NumWorkers()+1) {
+		t.Fatalf("%d calls, want at most %d after the error", c, 10+p.NumWorkers()+1)
 	}
 }
 
@@ -221,34 +226,29 @@ func TestPanicStopsWorkAndReraises(t *testing.T) {
 	}
 	defer p.Close()
 	const n, grain = 1 << 16, 16
-	var leaves, afterPanic atomic.Int64
-	var blown atomic.Bool
+	var leaves atomic.Int64
+	var first atomic.Bool
 	r := func() (r any) {
 		defer func() { r = recover() }()
 		For(n, func(lo, hi int) {
 			leaves.Add(1)
-			if blown.Load() {
-				afterPanic.Add(1)
-			}
-			if lo == 0 {
-				blown.Store(true)
-				panic("boom in leaf 0")
+			if first.CompareAndSwap(false, true) {
+				panic("boom in the first leaf")
 			}
 		}, WithPool(p), WithGrain(grain))
 		return nil
 	}()
 	var pe *PanicError
-	if e, ok := r.(error); !ok || !errors.As(e, &pe) || pe.Value != "boom in leaf 0" {
+	if e, ok := r.(error); !ok || !errors.As(e, &pe) || pe.Value != "boom in the first leaf" {
 		t.Fatalf("recovered %v (%T), want *PanicError with the leaf's value", r, r)
 	}
 	if len(pe.Stack) == 0 {
 		t.Fatal("PanicError has no stack")
 	}
-	if a := afterPanic.Load(); a > int64(p.NumWorkers())+1 {
-		t.Fatalf("%d leaves started after the panic", a)
-	}
-	if l := leaves.Load(); l >= n/grain/2 {
-		t.Fatalf("%d of %d leaves ran after leaf 0 panicked", l, n/grain)
+	// The fuse is blown before the panic unwinds: besides the panicking leaf, each
+	// goroutine can only finish the leaf it had already started.
+	if l := leaves.Load(); l > 1+int64(p.NumWorkers()+1) {
+		t.Fatalf("%d of %d leaves ran although the first one panicked", l, n/grain)
 	}
 	// A panic in a reduction's combine is re-raised too.
 	wantPanic(t, "combine boom", func() {

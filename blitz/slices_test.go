@@ -165,23 +165,30 @@ func sLast(s []int64) int64 {
 	return s[len(s)-1]
 }
 
-func TestFindFirstSkipsWorkAboveMatch(t *testing.T) {
+func TestFindFirstParallelPath(t *testing.T) {
 	p, err := NewPool(Config{Workers: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	const n = 1 << 18
+	const n = 1 << 16
 	s := make([]int, n)
-	hit := findProbe + 10 // just past the sequential probe: found by the parallel search
-	s[hit] = 1
-	var calls atomic.Int64
-	_, i, ok := FindFirst(s, func(v int) bool { calls.Add(1); return v == 1 }, WithPool(p), WithGrain(256))
-	if !ok || i != hit {
-		t.Fatalf("FindFirst = %d, %v; want %d", i, ok, hit)
-	}
-	if c := calls.Load(); c > n/4 {
-		t.Fatalf("pred called %d times for a match at %d of %d", c, hit, n)
+	for _, hits := range [][]int{{findProbe + 10}, {n - 1}, {findProbe + 1, n / 2, n - 3}} {
+		clear(s)
+		for _, h := range hits {
+			s[h] = 1
+		}
+		isOne := func(v int) bool { return v == 1 }
+		opts := []Option{WithPool(p), WithGrain(256)}
+		if _, i, ok := FindFirst(s, isOne, opts...); !ok || i != hits[0] {
+			t.Fatalf("FindFirst = %d, %v; want %d", i, ok, hits[0])
+		}
+		if _, i, ok := FindLast(s, isOne, opts...); !ok || i != hits[len(hits)-1] {
+			t.Fatalf("FindLast = %d, %v; want %d", i, ok, hits[len(hits)-1])
+		}
+		if _, i, ok := FindAny(s, isOne, opts...); !ok || !slices.Contains(hits, i) {
+			t.Fatalf("FindAny = %d, %v; want one of %v", i, ok, hits)
+		}
 	}
 }
 
