@@ -153,20 +153,19 @@ func newSlab[In, Out any](t *Task, id int) *slab[In, Out] {
 // is all the fork costs). Otherwise Fork pushes a frame to the deque, where a thief
 // takes the oldest (largest) job first; thieves taking jobs make room, so the next fork
 // is pushed again. Fork never allocates once the Task's slab for jb is deep enough.
-func (jb *Job[In, Out]) Fork(t *Task, fn func(t *Task, in In) Out, in In) (fu Future[In, Out]) {
-	fu.fn, fu.in = fn, in
-	if t.deque.Len() < t.split {
-		jb.push(t, &fu)
+func (jb *Job[In, Out]) Fork(t *Task, fn func(t *Task, in In) Out, in In) Future[In, Out] {
+	if t.room.Load() > 0 { // the deque holds fewer than SplitDepth jobs
+		return jb.push(t, fn, in)
 	}
-	return
+	return Future[In, Out]{fn: fn, in: in}
 }
 
-// push is the pushing half of Fork: take the next frame of the slab, fill it from fu,
-// push it.
-func (jb *Job[In, Out]) push(t *Task, fu *Future[In, Out]) {
-	if fu.fn == nil {
+// push is the pushing half of Fork: take the next frame of the slab, fill it, push it.
+func (jb *Job[In, Out]) push(t *Task, fn func(t *Task, in In) Out, in In) (fu Future[In, Out]) {
+	if fn == nil {
 		panic("blitz: Job.Fork: nil function")
 	}
+	fu.fn, fu.in = fn, in
 	s := slabOf(t, jb)
 	if s.top == len(s.frames) {
 		s.grow()
@@ -178,6 +177,7 @@ func (jb *Job[In, Out]) push(t *Task, fu *Future[In, Out]) {
 	f.gen++
 	fu.f, fu.gen = f, f.gen
 	t.push(&f.job)
+	return fu
 }
 
 // Fork is jb.Fork(t, fn, in), for readers who prefer the function form.
@@ -237,6 +237,7 @@ func joinPushed[In, Out any](t *Task, f *frame[In, Out], gen uint32) (Out, bool)
 		if got != &f.job {
 			panic("blitz: internal error: deque bottom is not the frame being joined")
 		}
+		t.room.Add(1)
 		t.countExecuted()
 		f.job.release(&f.job)
 		var zero Out

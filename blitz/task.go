@@ -35,7 +35,16 @@ import (
 type Task struct {
 	pool  *Pool
 	deque *lockfree.Deque[job]
-	split int    // SplitDepth
+	// limit and thefts answer "does the deque hold fewer than SplitDepth jobs?" with one
+	// atomic load, so that Fork stays small enough for the compiler to inline:
+	// the deque holds depth - (thefts - stolenJoined) jobs, where thefts counts jobs
+	// thieves took from this Task (they add to it after each successful steal) and
+	// stolenJoined those the owner has since joined. limit = depth - split +
+	// stolenJoined, kept by the owner, so the deque has room exactly when
+	// thefts > limit. A theft not yet counted only makes the deque look fuller for a
+	// moment (one fork inlined that could have been pushed).
+	limit int64
+	split int
 	index int    // worker index, or -1 for a guest
 	stack []*job // pushed, unjoined frames in fork order
 	depth int
@@ -48,6 +57,16 @@ type Task struct {
 	count   struct {
 		executed, stolen atomic.Uint64
 	} // statistics
+	// room answers "does the deque hold fewer than SplitDepth jobs?" with one atomic
+	// load and a compare, so that Fork stays small enough for the compiler to inline.
+	// It is SplitDepth minus the number of jobs in the deque: the owner subtracts one
+	// per push and adds one per job it pops back; a thief adds one after each
+	// successful steal. A theft not yet counted only makes the deque look full for a
+	// moment (a fork runs inline that could have been pushed). Its own cache line: the
+	// owner reads it at every fork, thieves write it once per steal.
+	_    lockfree.CachePad
+	room atomic.Int64
+	_    lockfree.CachePad
 }
 
 // Pool returns the pool the Task belongs to.
@@ -58,7 +77,7 @@ func (t *Task) Pool() *Pool { return t.pool }
 func (t *Task) WorkerIndex() int { return t.index }
 
 func newTask(p *Pool, index int, seed uint64) *Task {
-	return &Task{
+	t := &Task{
 		pool:  p,
 		split: p.split,
 		index: index,
@@ -66,6 +85,8 @@ func newTask(p *Pool, index int, seed uint64) *Task {
 		deque: lockfree.NewDeque[job](0),
 		rng:   lockfree.NewXorShift64Star(seed),
 	}
+	t.room.Store(int64(p.split))
+	return t
 }
 
 // push publishes a frame: frame stack, deque, then the sleep manager's new-jobs step
@@ -82,6 +103,7 @@ func (t *Task) push(j *job) {
 		t.stack[d] = j
 	}
 	t.depth = d + 1
+	t.room.Add(-1)
 	wasEmpty := t.deque.IsEmpty()
 	t.deque.PushGrow(j)
 	t.pool.newJobs(1, wasEmpty)
@@ -111,6 +133,7 @@ func (t *Task) findWork() *job {
 				continue
 			}
 			if j, ok := g.deque.StealLoop(); ok {
+				g.room.Add(1)
 				t.count.stolen.Add(1)
 				return j
 			}
@@ -123,6 +146,7 @@ func (t *Task) findWork() *job {
 		w := ws[i]
 		if w != t {
 			if j, ok := w.deque.StealLoop(); ok {
+				w.room.Add(1)
 				t.count.stolen.Add(1)
 				return j
 			}
@@ -208,7 +232,9 @@ func (t *Task) unwindTo(d0 int) {
 		d := t.depth - 1
 		j := t.stack[d]
 		t.depth = d
-		if t.deque.Pop() != j {
+		if t.deque.Pop() == j {
+			t.room.Add(1)
+		} else {
 			t.waitFor(j)
 		}
 		if j.release != nil {
