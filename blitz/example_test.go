@@ -63,3 +63,70 @@ func ExamplePool_Broadcast() {
 	fmt.Println(seen)
 	// Output: [true true true]
 }
+
+var sumJob blitz.Job[[]int, int]
+
+// sum splits the slice in halves down to 1000 elements; Stolen lets an unstolen half run
+// as a direct call.
+func sum(t *blitz.Task, xs []int) int {
+	if len(xs) <= 1000 {
+		s := 0
+		for _, x := range xs {
+			s += x
+		}
+		return s
+	}
+	mid := len(xs) / 2
+	f := sumJob.Fork(t, sum, xs[mid:])
+	left := sum(t, xs[:mid])
+	right, ok := f.Stolen(t)
+	if !ok {
+		right = sum(t, xs[mid:])
+	}
+	return left + right
+}
+
+func ExampleFuture_Stolen() {
+	p, _ := blitz.NewPool(blitz.Config{Workers: 2})
+	defer p.Close()
+	xs := make([]int, 100_000)
+	for i := range xs {
+		xs[i] = i
+	}
+	fmt.Println(blitz.Call(p, func(t *blitz.Task) int { return sum(t, xs) }))
+	// Output: 4999950000
+}
+
+// Call runs a function on the pool from any goroutine; the caller takes part as a guest
+// worker, so WorkerIndex is -1.
+func ExamplePool_Call() {
+	p, _ := blitz.NewPool(blitz.Config{Workers: 2})
+	defer p.Close()
+	p.Call(func(t *blitz.Task) {
+		fmt.Println(t.WorkerIndex(), t.Pool().NumWorkers())
+	})
+	// Output: -1 2
+}
+
+func ExampleTryJoin() {
+	p := blitz.Default()
+	err := blitz.Call(p, func(t *blitz.Task) error {
+		return blitz.TryJoin(t,
+			func(*blitz.Task) error { return nil },
+			func(*blitz.Task) error { return fmt.Errorf("second failed") },
+			func(*blitz.Task) error { return fmt.Errorf("third failed") })
+	})
+	fmt.Println(err)
+	// Output: second failed
+}
+
+func ExampleCatch() {
+	p := blitz.Default()
+	p.Call(func(t *blitz.Task) {
+		pe := blitz.Catch(t, func(t *blitz.Task) {
+			blitz.Join(t, func(*blitz.Task) {}, func(*blitz.Task) { panic("oops") })
+		})
+		fmt.Println(pe.Value)
+	})
+	// Output: oops
+}

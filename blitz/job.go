@@ -91,6 +91,9 @@ var jobIDs atomic.Int32
 //		return f.Join(t) + b
 //	}
 //
+// Joining with Future.Stolen instead of Join lets the caller run an unstolen fork with a
+// direct call, the cheapest form (see Stolen).
+//
 // Each Task keeps, per Job, a slab of frames reused in LIFO order, so Fork and Join
 // allocate nothing once a Task has reached its deepest nesting for that Job. A frame
 // cannot live on the goroutine stack as in Zig (Go moves stacks; see DESIGN.md), hence

@@ -15,17 +15,18 @@ import (
 // # Lazy binary splitting
 //
 // Each Task has a Chase-Lev deque. A fork is pushed to it only while it holds fewer than
-// SplitDepth jobs; otherwise the fork runs inline at once (see Job.Fork). Thieves take
-// the oldest job, which in divide-and-conquer code is the largest, and each theft makes
-// room for the owner's next fork. So a worker that nobody steals from pushes only about
-// one job per level of recursion it returns through, and every other fork costs a
-// deque length check and a function call: no atomic read-modify-write, no allocation.
-// Rayon (and the seeds) push every fork, about 30 ns here with Go's sequentially
-// consistent atomics; this is why blitz does not.
+// SplitDepth jobs; otherwise the fork is not pushed at all and simply runs when it is
+// joined (see Job.Fork). Thieves take the oldest job, which in divide-and-conquer code
+// is the largest, and each theft makes room for the owner's next fork. So a worker that
+// nobody steals from pushes only about one job per level of recursion it returns
+// through, and every other fork costs one atomic load (the room counter) and a
+// compare: no atomic read-modify-write, no allocation. Rayon (and the seeds) push every
+// fork, about 30 ns here with Go's sequentially consistent atomics; this is why blitz
+// does not.
 //
-// The trade-off: a job forked while the deque was full ran inline and can no longer be
-// stolen; thieves get the jobs that were pushed, plus the owner's next fork after each
-// theft. In divide-and-conquer code the pushed jobs are the big ones near the root, so
+// The trade-off: a job forked while the deque was full is never stealable, even if a
+// worker turns idle before it is joined; thieves get the jobs that were pushed, plus
+// the owner's next fork after each theft. In divide-and-conquer code the pushed jobs are the big ones near the root, so
 // load balance holds; work whose parallelism hides in many small sibling forks made
 // while the deque is full (a flat loop of forks) should use JoinN, Scope or the parallel
 // loops, which split recursively.
@@ -35,15 +36,6 @@ import (
 type Task struct {
 	pool  *Pool
 	deque *lockfree.Deque[job]
-	// limit and thefts answer "does the deque hold fewer than SplitDepth jobs?" with one
-	// atomic load, so that Fork stays small enough for the compiler to inline:
-	// the deque holds depth - (thefts - stolenJoined) jobs, where thefts counts jobs
-	// thieves took from this Task (they add to it after each successful steal) and
-	// stolenJoined those the owner has since joined. limit = depth - split +
-	// stolenJoined, kept by the owner, so the deque has room exactly when
-	// thefts > limit. A theft not yet counted only makes the deque look fuller for a
-	// moment (one fork inlined that could have been pushed).
-	limit int64
 	split int
 	index int    // worker index, or -1 for a guest
 	stack []*job // pushed, unjoined frames in fork order
