@@ -572,3 +572,24 @@ func TestWorkStealingTreeRunsEveryTaskOnce(t *testing.T) {
 		t.Fatalf("tree: value %d, runs %d, err %v; want %d", v, runs.Load(), err, want)
 	}
 }
+
+// TestMaxWorkers runs the widest runtime: worker 63 uses the top bit of the parked
+// bitmap.
+func TestMaxWorkers(t *testing.T) {
+	rt := newRT(t, Config{Workers: MaxWorkers})
+	hs := make([]JoinHandle[int], 2000)
+	for i := range hs {
+		i := i
+		hs[i] = Spawn(rt, AndThen(YieldNow(), func(struct{}) Future[int] { return Ready(i) }))
+	}
+	for i, h := range hs {
+		if v, err := waitHandle(t, h); v != i || err != nil {
+			t.Fatalf("task %d: %v %v", i, v, err)
+		}
+	}
+	// Let every worker park, then wake them all with a burst and a timer.
+	time.Sleep(5 * time.Millisecond)
+	if _, err := BlockOn(rt, Sleep(2*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+}
