@@ -1,6 +1,9 @@
 package blitz
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Reduce computes mapRange on disjoint subranges [lo, hi) covering [0, n) in parallel and
 // folds the partial results with combine, in index order: combine(left, right) always
@@ -165,4 +168,49 @@ func TryReduce[R any](n int, identity R, mapRange func(lo, hi int) (R, error), c
 		return zero, e.err
 	}
 	return r, nil
+}
+
+// TryForContext is TryFor with cancellation: body receives a context that is cancelled
+// when ctx is, or as soon as any leaf returns an error, so long-running leaves can stop
+// early. Leaves not yet started when that happens never start. It returns the first error
+// a leaf returned, or ctx's error if ctx ended first, or nil.
+func TryForContext(ctx context.Context, n int, body func(ctx context.Context, lo, hi int) error, opts ...Option) error {
+	if ctx == nil {
+		parNil("TryForContext", "ctx")
+	}
+	if body == nil {
+		parNil("TryForContext", "body")
+	}
+	if err := ctx.Err(); err != nil || n <= 0 {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c := parResolve(n, parMinGrain, opts)
+	if c.seq {
+		return body(ctx, 0, n)
+	}
+	e := &parFirstErr{st: parState{grain: c.grain}}
+	// Cancelling the parent trips the stop flag too, so no new leaf starts; the callback
+	// runs on its own goroutine and only sets the flag, which the leaves read atomically.
+	stopWatch := context.AfterFunc(ctx, func() { e.st.stop.Store(true) })
+	defer stopWatch()
+	c.pool.Call(func(t *Task) {
+		e.st.parRun(t, 0, n, func(lo, hi int) {
+			// AfterFunc sets the flag asynchronously; this check makes a cancellation
+			// visible to the next leaf of every worker at once.
+			if ctx.Err() != nil {
+				e.st.stop.Store(true)
+				return
+			}
+			if err := body(ctx, lo, hi); err != nil {
+				e.set(err)
+				cancel()
+			}
+		})
+	})
+	if e.err != nil { // written by a leaf; Call's return orders it before this read
+		return e.err
+	}
+	return context.Cause(ctx)
 }

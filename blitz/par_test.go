@@ -1,6 +1,7 @@
 package blitz
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -192,6 +193,62 @@ func TestTryStopsAtFirstError(t *testing.T) {
 			t.Fatalf("TryReduce err = %v", err)
 		}
 	})
+}
+
+func TestTryForContext(t *testing.T) {
+	forCases(t, func(t *testing.T, n int, opts []Option) {
+		var covered atomic.Int64
+		err := TryForContext(context.Background(), n, func(ctx context.Context, lo, hi int) error {
+			covered.Add(int64(hi - lo))
+			return nil
+		}, opts...)
+		if err != nil || covered.Load() != int64(n) {
+			t.Fatalf("err %v, covered %d of %d", err, covered.Load(), n)
+		}
+		if n == 0 {
+			return
+		}
+		err = TryForContext(context.Background(), n, func(ctx context.Context, lo, hi int) error {
+			if lo == 0 {
+				return errTest
+			}
+			return nil
+		}, opts...)
+		if !errors.Is(err, errTest) {
+			t.Fatalf("err = %v, want errTest", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		called := false
+		if err := TryForContext(ctx, n, func(context.Context, int, int) error { called = true; return nil }, opts...); !errors.Is(err, context.Canceled) || called {
+			t.Fatalf("pre-cancelled: err %v, body called %v", err, called)
+		}
+	})
+	// Cancelling the parent stops new leaves: the leaf that cancels is the first to run,
+	// so at most one leaf per goroutine can start after it.
+	p, err := NewPool(Config{Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var leaves atomic.Int64
+	var first atomic.Bool
+	err = TryForContext(ctx, 1<<14, func(lctx context.Context, lo, hi int) error {
+		leaves.Add(1)
+		if first.CompareAndSwap(false, true) {
+			cancel()
+			<-lctx.Done() // the leaf's context follows the parent
+		}
+		return nil
+	}, WithPool(p), WithGrain(4))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if l := leaves.Load(); l > 1+int64(p.NumWorkers()+1) {
+		t.Fatalf("%d leaves ran after the context was cancelled", l)
+	}
 }
 
 func TestTryForEachStopsRemainingWork(t *testing.T) {
