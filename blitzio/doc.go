@@ -71,5 +71,10 @@
 // (Spawn(cx, f), Waker.WakeFrom(cx)) instead of a threadlocal. Go has no destructors, so
 // abandoning a future is explicit (Dropper). Memory is garbage collected, so the reference
 // count only decides when a finished task's output can be released, never when memory is
-// freed. The local queue is Tokio's FIFO ring rather than a Chase-Lev deque.
+// freed. The local queue is Tokio's FIFO ring rather than a Chase-Lev deque. Only the
+// worker on timer duty parks with a timeout (until the next deadline); the others park
+// until woken, instead of the seed's 10 ms park timeout, so an idle runtime costs no
+// CPU at all (the lost-wake-up race is closed by the parked bitmap protocol, not by
+// periodic polling). A Sleep's duration counts from its first poll, since the future
+// knows its runtime (and so its clock) only then.
 package blitzio
