@@ -53,6 +53,9 @@ func firstPanic(ps ...*PanicError) *PanicError {
 // panics, Join re-raises the panic as a *PanicError after both finished; a's panic wins
 // if both panic.
 func Join(t *Task, a, b func(t *Task)) {
+	if a == nil || b == nil {
+		panic("blitz: Join: nil function")
+	}
 	fb := closureJob.Fork(t, runClosure, b)
 	pa := t.protectCall(a)
 	pb, pj := joinCatch(t, fb)

@@ -286,6 +286,9 @@ func (p *Pool) Call(f func(t *Task)) {
 // TryCall is Call that returns ErrClosed instead of panicking when the pool is closed.
 // Panics of f are still re-raised.
 func (p *Pool) TryCall(f func(t *Task)) error {
+	if f == nil {
+		panic("blitz: Pool.Call: nil function")
+	}
 	if err := p.enter(); err != nil {
 		return err
 	}
@@ -365,6 +368,9 @@ func (p *Pool) Go(f func(t *Task)) {
 // Broadcast must not be called from a job running on the same pool: that job's worker
 // could not run its share while it waits.
 func (p *Pool) Broadcast(f func(workerIndex int)) {
+	if f == nil {
+		panic("blitz: Pool.Broadcast: nil function")
+	}
 	if err := p.enter(); err != nil {
 		panic(err)
 	}

@@ -245,10 +245,14 @@ type latch interface {
 	Wait()
 }
 
+// waitSpins is the number of busy-spin rounds (1, 2, 4, ... 64 iterations) a waiting
+// worker makes before it starts yielding.
+const waitSpins = 7
+
 // waitUntil runs other work until l is set.
 //
-// A worker waits exactly like an idle worker (Rayon's wait_until): it looks for work
-// between yield rounds, then goes through the sleep protocol, so while it sleeps it is
+// A worker waits like an idle worker (Rayon's wait_until): it looks for work between a
+// few short busy spins, then between yield rounds, then goes through the sleep protocol, so while it sleeps it is
 // woken both by new jobs (the JEC protocol) and by the thief that finishes its frame
 // (execute sets the owner's CoreLatch). So a worker never sleeps while there is work it
 // could steal. A guest (a goroutine inside Pool.Call) is not part of the sleep protocol:
@@ -265,6 +269,8 @@ func (t *Task) waitUntil(l latch) {
 	s := t.sleeper
 	p.counters.addInactive()
 	var idle idleState
+	var sw lockfree.SpinWait // a few short busy spins first: a thief is often almost done
+	spins := 0
 	for {
 		if s.latch.Probe() {
 			// Consume a Set (our frame finished, mail, stop); the checks below see why.
@@ -280,6 +286,13 @@ func (t *Task) waitUntil(l latch) {
 			t.execute(x)
 			p.counters.addInactive()
 			idle = idleState{}
+			sw.Reset()
+			spins = 0
+			continue
+		}
+		if spins < waitSpins {
+			sw.Spin()
+			spins++
 			continue
 		}
 		p.noWorkFound(t, &idle)
