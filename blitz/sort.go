@@ -67,8 +67,16 @@ func Sort[T cmp.Ordered](s []T, opts ...Option) {
 		default:
 			radixSort(c, unsafe.Slice((*uint64)(p), n))
 		}
-	default: // strings
-		sortPdq(c, s, cmp.Compare[T])
+	default: // strings: cmp.Compare's NaN tests would cost two extra string comparisons
+		sortPdq(c, s, func(a, b T) int {
+			if a < b {
+				return -1
+			}
+			if b < a {
+				return 1
+			}
+			return 0
+		})
 	}
 }
 
