@@ -236,6 +236,11 @@ func joinPushed[In, Out any](t *Task, f *frame[In, Out], gen uint32) (Out, bool)
 		panic(errJoinOrder)
 	}
 	t.depth = d
+	// Hybrid join (seed 001): a stolen frame that is already done needs only the latch
+	// probe. Otherwise pop: the frame is either the deque's bottom item or was stolen.
+	if f.job.latch.Probe() {
+		return finishStolen(f)
+	}
 	if got := t.deque.Pop(); got != nil {
 		if got != &f.job {
 			panic("blitz: internal error: deque bottom is not the frame being joined")
@@ -247,6 +252,12 @@ func joinPushed[In, Out any](t *Task, f *frame[In, Out], gen uint32) (Out, bool)
 		return zero, false
 	}
 	t.waitFor(&f.job)
+	return finishStolen(f)
+}
+
+// finishStolen takes the result of a frame a thief ran, frees the frame, and re-raises
+// the thief's panic if there was one.
+func finishStolen[In, Out any](f *frame[In, Out]) (Out, bool) {
 	out, p := f.out, f.job.panic
 	f.job.release(&f.job)
 	if p != nil {
