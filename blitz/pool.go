@@ -24,7 +24,7 @@ var ErrConfig = errors.New("blitz: invalid Config")
 const DefaultSpinRounds = 32
 
 // DefaultSplitDepth is the default Config.SplitDepth.
-const DefaultSplitDepth = 2
+const DefaultSplitDepth = 1
 
 // Config configures a Pool. The zero value is a pool with one worker per GOMAXPROCS.
 type Config struct {
