@@ -150,7 +150,9 @@ func TestUnjoinedForkIsReported(t *testing.T) {
 }
 
 func TestJoinOutOfOrderPanics(t *testing.T) {
-	p := newPool(t, Config{Workers: 1})
+	// SplitDepth 4: both forks are pushed (an unpushed fork is a plain call at its join,
+	// where the order does not matter and is not checked).
+	p := newPool(t, Config{Workers: 1, SplitDepth: 4})
 	defer func() {
 		r := recover()
 		pe, ok := r.(*PanicError)

@@ -94,7 +94,7 @@ func TestForkWakesSleepers(t *testing.T) {
 		waitAllAsleep(t, p)
 		before := p.Stats().Stolen
 		within(t, 20*time.Second, "fib on a sleeping pool", func() {
-			Call(p, func(t *Task) int { return fib(t, 20) })
+			Call(p, func(t *Task) int { return fib(t, 24) })
 		})
 		if p.Stats().Stolen > before {
 			return
