@@ -399,7 +399,7 @@ func timeToTick(d time.Duration) uint64 {
 		return 0
 	}
 	if d >= time.Duration(math.MaxInt64)-time.Millisecond {
-		return math.MaxUint64 >> 1
+		return uint64(math.MaxInt64 / int64(time.Millisecond))
 	}
 	return uint64((d + time.Millisecond - 1) / time.Millisecond)
 }

@@ -206,3 +206,28 @@ func TestSleepRealClock(t *testing.T) {
 		}
 	}
 }
+
+// TestParkDurationNeverNegative: a sleep of math.MaxInt64 puts an event ~292 years away;
+// the timer driver's park must be long, not negative (which would make it spin).
+func TestParkDurationNeverNegative(t *testing.T) {
+	far := timeToTick(time.Duration(1<<63 - 1))
+	cases := []struct {
+		next, now uint64
+		want      time.Duration
+	}{
+		{10, 20, 0}, {20, 20, 0}, {25, 20, 5 * time.Millisecond},
+		{far, 0, maxParkDuration}, {far &^ (wheelSpan - 1), 5, maxParkDuration},
+	}
+	for _, c := range cases {
+		if got := parkDuration(c.next, c.now); got != c.want {
+			t.Errorf("parkDuration(%d, %d) = %v, want %v", c.next, c.now, got, c.want)
+		}
+	}
+	rt := newRT(t, Config{Workers: 1})
+	h := Spawn(rt, Sleep(time.Duration(1<<63-1)))
+	waitFor(t, "registered", func() bool { return rt.timerCount() == 1 })
+	h.Abort()
+	if _, err := waitHandle(t, h); err == nil {
+		t.Fatal("aborted sleep reported success")
+	}
+}

@@ -283,8 +283,7 @@ func (w *worker) park() {
 		rt.timers.mu.Unlock()
 		if ok {
 			rt.timers.parkedUntil.Store(int64(next))
-			d := time.Duration(int64(next)-int64(nowTick(rt.elapsed()))) * time.Millisecond
-			d = max(d, 0)
+			d := parkDuration(next, nowTick(rt.elapsed()))
 			if w.timer == nil {
 				w.timer = time.NewTimer(d)
 			} else {
@@ -310,6 +309,21 @@ func (w *worker) park() {
 		rt.releaseTimerDriver()
 		rt.processTimers(false)
 	}
+}
+
+// maxParkDuration caps a timer driver's park: a deadline decades away must not overflow
+// the Duration arithmetic (a negative park would spin).
+const maxParkDuration = 24 * time.Hour
+
+// parkDuration is how long the timer driver parks for the next event at tick next.
+func parkDuration(next, now uint64) time.Duration {
+	if next <= now {
+		return 0
+	}
+	if next-now >= uint64(maxParkDuration/time.Millisecond) {
+		return maxParkDuration
+	}
+	return time.Duration(next-now) * time.Millisecond
 }
 
 // drain drops every task left in the worker's queues at shutdown.
