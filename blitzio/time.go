@@ -187,13 +187,13 @@ func (t *Ticker) Poll(cx *Context) (time.Time, bool) {
 	}
 	tick := t.next
 	now := rt.elapsed()
-	switch next := tick + t.period; {
+	switch next := satAdd(tick, t.period); {
 	case next > now || t.behavior == Burst:
 		t.next = next
 	case t.behavior == Skip:
-		t.next = now + t.period - (now-tick)%t.period
+		t.next = satAdd(now, t.period-(now-tick)%t.period)
 	default: // Delay
-		t.next = now + t.period
+		t.next = satAdd(now, t.period)
 	}
 	t.sleep.resetAt(t.next)
 	return t.tickTime(rt, tick), true
@@ -204,6 +204,16 @@ func (t *Ticker) tickTime(rt *Runtime, at time.Duration) time.Time {
 		return rt.testStart.Add(at)
 	}
 	return rt.start.Add(at)
+}
+
+// satAdd adds durations, saturating instead of overflowing (a period of centuries must
+// not wrap to a tick in the past, which would fire continuously).
+func satAdd(a, b time.Duration) time.Duration {
+	c := a + b
+	if b > 0 && c < a {
+		return 1<<63 - 1
+	}
+	return c
 }
 
 // Tick returns a future for the next tick (the same as polling the Ticker).

@@ -231,3 +231,24 @@ func TestParkDurationNeverNegative(t *testing.T) {
 		t.Fatal("aborted sleep reported success")
 	}
 }
+
+func TestIntervalHugePeriodDoesNotWrap(t *testing.T) {
+	rt, clk := newTestClockRT(t, 1)
+	iv := Interval(time.Duration(1<<63 - 1))
+	ticks := 0
+	h := Spawn(rt, WithDrop[int](PollFn(func(cx *Context) (int, bool) {
+		for {
+			if _, ok := iv.Poll(cx); !ok {
+				return ticks, false
+			}
+			ticks++
+		}
+	}), iv.Drop))
+	waitFor(t, "armed", func() bool { return rt.timerCount() == 1 })
+	clk.Advance(24 * time.Hour)
+	h.Abort()
+	waitHandle(t, h)
+	if ticks != 1 {
+		t.Fatalf("%d ticks; a period of centuries must tick once (the immediate first tick)", ticks)
+	}
+}
