@@ -310,3 +310,48 @@ func TestDefaultPool(t *testing.T) {
 		t.Fatalf("fib(12) on the default pool = %d", got)
 	}
 }
+
+// TestBroadcastWhileWorkersWaitInJoins posts broadcasts while the workers are busy
+// with fork-join work and waiting for stolen frames: each worker runs each broadcast
+// exactly once, from inside its join wait if need be.
+func TestBroadcastWhileWorkersWaitInJoins(t *testing.T) {
+	p := newPool(t, Config{Workers: 4})
+	n := 24
+	if raceEnabled {
+		n = 18
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var calls atomic.Int32
+	for g := 0; g < 3; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				calls.Add(1)
+				select {
+				case <-stop:
+					return
+				default:
+					Call(p, func(t *Task) int { return fibS(t, n) })
+				}
+			}
+		}()
+	}
+	for calls.Load() < 6 {
+		time.Sleep(100 * time.Microsecond) // the fork-join work is under way
+	}
+	within(t, 60*time.Second, "broadcasts during fork-join work", func() {
+		for r := 0; r < 50; r++ {
+			hits := make([]atomic.Int32, 4)
+			p.Broadcast(func(i int) { hits[i].Add(1) })
+			for i := range hits {
+				if hits[i].Load() != 1 {
+					t.Errorf("round %d: worker %d ran the broadcast %d times", r, i, hits[i].Load())
+				}
+			}
+		}
+	})
+	close(stop)
+	wg.Wait()
+}

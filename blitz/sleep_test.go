@@ -59,11 +59,12 @@ func waitAllAsleep(tb testing.TB, p *Pool) {
 // TestSleepyPoolWakesForNewWork posts work after every worker fell asleep, many times:
 // a lost wake-up shows as a timeout, not a hang.
 func TestSleepyPoolWakesForNewWork(t *testing.T) {
-	rounds := 10000
-	if testing.Short() || raceEnabled {
-		rounds = 2000
-	}
-	for _, w := range []int{1, 2, 3} {
+	for _, w := range []int{2, 1, 3} {
+		// 10,000 rounds on 2 workers; fewer for the other sizes, under -short and -race.
+		rounds := 10000
+		if w != 2 || testing.Short() || raceEnabled {
+			rounds = 2000
+		}
 		p := newPool(t, Config{Workers: w, SpinRounds: 2})
 		ran := make(chan int, 1)
 		for r := 0; r < rounds; r++ {
@@ -82,6 +83,11 @@ func TestSleepyPoolWakesForNewWork(t *testing.T) {
 		}
 		if s := p.Stats(); s.Wakes == 0 || s.Sleeps == 0 {
 			t.Fatalf("no sleeps/wakes recorded: %+v", s)
+		}
+		// The counters are consistent again: every worker inactive and asleep.
+		waitAllAsleep(t, p)
+		if v := p.counters.load(); int(lockfree.ExtractInactive(v)) != w {
+			t.Fatalf("idle pool: inactive=%d, want %d", lockfree.ExtractInactive(v), w)
 		}
 	}
 }
