@@ -27,7 +27,7 @@ func ForGrain(n, grain int, body func(lo, hi int), opts ...Option) {
 	g := WithGrain(grain)
 	c := parResolve(n, parMinGrain, opts)
 	c.grain = g.grain
-	c.seq = n <= c.grain || c.workers <= 1
+	c.seq = n <= c.grain
 	parFor(c, n, body)
 }
 

@@ -108,7 +108,9 @@ func parResolve(n, minGrain int, opts []Option) parCall {
 		g := (n + c.workers*parLeavesPerWorker - 1) / (c.workers * parLeavesPerWorker)
 		c.grain = max(g, minGrain)
 	}
-	c.seq = n <= c.grain || c.workers <= 1
+	// Even a one-worker pool runs in parallel: Pool.Call makes the calling goroutine a
+	// guest worker beside the pool's workers.
+	c.seq = n <= c.grain
 	return c
 }
 
