@@ -27,6 +27,8 @@ type job struct {
 	panic *PanicError
 	// owner is the Task that published the frame, to wake it when a thief finishes.
 	owner *Task
+	// eager is true when the frame was pushed because of EagerLevels (see Task).
+	eager bool
 	// release gives a frame's slot back to its slab (frames only); used when a panic
 	// unwinds past a fork that was never joined.
 	release func(j *job)
@@ -150,14 +152,19 @@ func newSlab[In, Out any](t *Task, id int) *slab[In, Out] {
 // Fork starts fn(t, in) as a job that another worker may steal, and returns its Future.
 // The caller must Join the Future with the same Task before its own function returns.
 //
-// Fork uses lazy binary splitting: when the Task's deque already holds SplitDepth jobs
-// that thieves have not taken, more jobs would only wait behind them, so Fork does not
-// push: the Future just remembers fn and in, and Join runs them (a deque length check
-// is all the fork costs). Otherwise Fork pushes a frame to the deque, where a thief
-// takes the oldest (largest) job first; thieves taking jobs make room, so the next fork
-// is pushed again. Fork never allocates once the Task's slab for jb is deep enough.
+// Fork pushes the forks of the top EagerLevels levels of nesting, so thieves always find
+// the big jobs near the root, and below that uses lazy binary splitting: when the
+// Task's deque already holds SplitDepth jobs that thieves have not taken, more jobs
+// would only wait behind them, so Fork does not push: the Future just remembers fn and
+// in, and Join runs them (two loads and compares are all the fork costs). Otherwise Fork
+// pushes a frame to the deque, where a thief takes the oldest (largest) job first;
+// thieves taking jobs make room, so the next fork is pushed again. Fork never allocates
+// once the Task's slab for jb is deep enough.
 func (jb *Job[In, Out]) Fork(t *Task, fn func(t *Task, in In) Out, in In) Future[In, Out] {
-	if t.room.Load() > 0 { // the deque holds fewer than SplitDepth jobs
+	// Push the top levels of every fork tree (t.nest counts this Task's unjoined eager
+	// forks: the nesting depth, as long as it is below EagerLevels), and below them only
+	// while the deque holds fewer than SplitDepth jobs.
+	if t.nest < t.eager || t.room.Load() > 0 {
 		return jb.push(t, fn, in)
 	}
 	return Future[In, Out]{fn: fn, in: in}
@@ -179,6 +186,10 @@ func (jb *Job[In, Out]) push(t *Task, fn func(t *Task, in In) Out, in In) (fu Fu
 	f.in = fu.in
 	f.gen++
 	fu.f, fu.gen = f, f.gen
+	f.job.eager = t.nest < t.eager
+	if f.job.eager {
+		t.nest++
+	}
 	t.push(&f.job)
 	return fu
 }
@@ -236,6 +247,9 @@ func joinPushed[In, Out any](t *Task, f *frame[In, Out], gen uint32) (Out, bool)
 		panic(errJoinOrder)
 	}
 	t.depth = d
+	if f.job.eager {
+		t.nest--
+	}
 	// Hybrid join (seed 001): a stolen frame that is already done needs only the latch
 	// probe. Otherwise pop: the frame is either the deque's bottom item or was stolen.
 	if f.job.latch.Probe() {

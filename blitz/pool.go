@@ -3,6 +3,7 @@ package blitz
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,13 @@ type Config struct {
 	// DefaultSplitDepth. Larger values offer thieves more jobs and cost more forks that
 	// go through the deque. It must not be negative.
 	SplitDepth int
+	// EagerLevels is how many nested unjoined forks are always pushed to the deque,
+	// whatever SplitDepth says, so that thieves find big jobs near the root of a fork
+	// tree (see Task). 0 means min(bits.Len(Workers), 4): 1 for one worker, 2 for two
+	// or three, 4 from eight on. A fork tree of depth d then pushes about d^E/E! forks;
+	// more levels give thieves more big jobs and cost more pushes. It must not be
+	// negative.
+	EagerLevels int
 	// PanicHandler receives panics of jobs started with Pool.Go, which have nobody to
 	// re-raise them to. Nil means the panic crashes the program, as a panic in a
 	// goroutine started with the go statement does.
@@ -52,6 +60,9 @@ func (c Config) validate() error {
 	if c.Workers < 0 || c.Workers > lockfree.MaxCountedWorkers {
 		return fmt.Errorf("%w: Workers is %d; it must be between 0 (GOMAXPROCS) and %d (the limit of the packed sleep counters)",
 			ErrConfig, c.Workers, lockfree.MaxCountedWorkers)
+	}
+	if c.EagerLevels < 0 {
+		return fmt.Errorf("%w: EagerLevels is %d; it must not be negative (0 means the default)", ErrConfig, c.EagerLevels)
 	}
 	if c.SplitDepth < 0 {
 		return fmt.Errorf("%w: SplitDepth is %d; it must not be negative (0 means %d)", ErrConfig, c.SplitDepth, DefaultSplitDepth)
@@ -89,6 +100,7 @@ type Pool struct {
 	workers    []*Task
 	spinRounds int
 	split      int
+	eager      int
 	onPanic    func(*PanicError)
 
 	counters  jecCounters
@@ -132,6 +144,10 @@ func NewPool(cfg Config) (*Pool, error) {
 	p.split = cfg.SplitDepth
 	if p.split == 0 {
 		p.split = DefaultSplitDepth
+	}
+	p.eager = cfg.EagerLevels
+	if p.eager == 0 {
+		p.eager = min(bits.Len(uint(n)), 4)
 	}
 	seed := uint64(time.Now().UnixNano())
 	p.workers = make([]*Task, n)
