@@ -47,8 +47,9 @@
 //   - Frames (job.go, task.go): a future cannot live on a goroutine stack in Go (stacks
 //     move), so each Task keeps per-Job slabs of frames reused in LIFO order. Forks use
 //     lazy binary splitting: a fork is pushed to the deque only while the deque holds
-//     fewer than SplitDepth jobs, otherwise it costs a length check and runs at its Join
-//     ("Lazy binary splitting" in the Task documentation). Thieves take the oldest,
+//     fewer than SplitDepth jobs (or while it is one of the first EagerLevels nested
+//     forks), otherwise it costs an atomic load and runs at its Join ("Lazy binary
+//     splitting" in the Task documentation). Thieves take the oldest,
 //     biggest pushed fork. A join of a stolen fork runs other work while it waits
 //     (steal, yield, then the sleep protocol) and a worker sleeps only when there is
 //     nothing it could do.

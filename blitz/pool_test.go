@@ -18,6 +18,8 @@ func TestNewPoolConfigErrors(t *testing.T) {
 		{Workers: -1},
 		{Workers: lockfree.MaxCountedWorkers + 1},
 		{SpinRounds: -3},
+		{SplitDepth: -1},
+		{EagerLevels: -2},
 	} {
 		p, err := NewPool(cfg)
 		if err == nil {
@@ -28,8 +30,13 @@ func TestNewPoolConfigErrors(t *testing.T) {
 			t.Errorf("NewPool(%+v) = %v, want an error wrapping ErrConfig", cfg, err)
 		}
 		field := "Workers"
-		if cfg.SpinRounds != 0 {
+		switch {
+		case cfg.SpinRounds != 0:
 			field = "SpinRounds"
+		case cfg.SplitDepth != 0:
+			field = "SplitDepth"
+		case cfg.EagerLevels != 0:
+			field = "EagerLevels"
 		}
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("NewPool(%+v) error %q does not name %s", cfg, err, field)
