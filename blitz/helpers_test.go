@@ -1,7 +1,9 @@
 package blitz
 
 import (
+	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -134,4 +136,25 @@ func sumParS(t *Task, n *node) int {
 		r = sumParS(t, n.right)
 	}
 	return n.val + l + r
+}
+
+// checkIdleTasks checks the bookkeeping of every guest Task of an idle pool (and of
+// the workers, once they are asleep): no unjoined frames, no eager nesting, and the
+// fork gate back at its initial value.
+func checkIdleTasks(tb testing.TB, p *Pool) {
+	tb.Helper()
+	want := int64(p.split) + eagerBonus
+	check := func(what string, k *Task) {
+		if k.depth != 0 || k.nest != 0 {
+			tb.Fatalf("%s: depth=%d nest=%d after all joins, want 0 0", what, k.depth, k.nest)
+		}
+		if g := atomic.LoadInt64(&k.gate); g != want {
+			tb.Fatalf("%s: gate=%d after all joins, want %d (split %d + bonus)", what, g-eagerBonus, want-eagerBonus, p.split)
+		}
+	}
+	for i, g := range *p.guests.Load() {
+		if !g.busy.Load() {
+			check(fmt.Sprintf("guest %d", i), g)
+		}
+	}
 }

@@ -161,10 +161,9 @@ func newSlab[In, Out any](t *Task, id int) *slab[In, Out] {
 // thieves taking jobs make room, so the next fork is pushed again. Fork never allocates
 // once the Task's slab for jb is deep enough.
 func (jb *Job[In, Out]) Fork(t *Task, fn func(t *Task, in In) Out, in In) Future[In, Out] {
-	// Push the top levels of every fork tree (t.nest counts this Task's unjoined eager
-	// forks: the nesting depth, as long as it is below EagerLevels), and below them only
-	// while the deque holds fewer than SplitDepth jobs.
-	if t.nest < t.eager || t.room.Load() > 0 {
+	// Push while fewer than EagerLevels eager forks are unjoined, or while the deque
+	// holds fewer than SplitDepth jobs: both in one load (see Task.gate).
+	if atomic.LoadInt64(&t.gate) > 0 {
 		return jb.push(t, fn, in)
 	}
 	return Future[In, Out]{fn: fn, in: in}
@@ -186,10 +185,15 @@ func (jb *Job[In, Out]) push(t *Task, fn func(t *Task, in In) Out, in In) (fu Fu
 	f.in = fu.in
 	f.gen++
 	fu.f, fu.gen = f, f.gen
+	delta := int64(-1) // one job more in the deque
 	f.job.eager = t.nest < t.eager
 	if f.job.eager {
 		t.nest++
+		if t.nest == t.eager {
+			delta -= eagerBonus
+		}
 	}
+	atomic.AddInt64(&t.gate, delta)
 	t.push(&f.job)
 	return fu
 }
@@ -247,25 +251,36 @@ func joinPushed[In, Out any](t *Task, f *frame[In, Out], gen uint32) (Out, bool)
 		panic(errJoinOrder)
 	}
 	t.depth = d
+	var delta int64
 	if f.job.eager {
 		t.nest--
+		if t.nest == t.eager-1 {
+			delta = eagerBonus
+		}
 	}
 	// Hybrid join (seed 001): a stolen frame that is already done needs only the latch
 	// probe. Otherwise pop: the frame is either the deque's bottom item or was stolen.
-	if f.job.latch.Probe() {
-		return finishStolen(f)
-	}
-	if got := t.deque.Pop(); got != nil {
-		if got != &f.job {
-			panic("blitz: internal error: deque bottom is not the frame being joined")
+	if !f.job.latch.Probe() {
+		if got := t.deque.Pop(); got != nil {
+			if got != &f.job {
+				panic("blitz: internal error: deque bottom is not the frame being joined")
+			}
+			atomic.AddInt64(&t.gate, delta+1) // the deque has one job less
+			t.countExecuted()
+			f.job.release(&f.job)
+			var zero Out
+			return zero, false
 		}
-		t.room.Add(1)
-		t.countExecuted()
-		f.job.release(&f.job)
-		var zero Out
-		return zero, false
+		// Stolen (the thief added the room back): wait for it.
+		if delta != 0 {
+			atomic.AddInt64(&t.gate, delta)
+			delta = 0
+		}
+		t.waitFor(&f.job)
 	}
-	t.waitFor(&f.job)
+	if delta != 0 {
+		atomic.AddInt64(&t.gate, delta)
+	}
 	return finishStolen(f)
 }
 

@@ -64,6 +64,7 @@ func TestPanicAtEveryDepth(t *testing.T) {
 			if got := Call(p, func(t *Task) int { return fib(t, 12) }); got != 144 {
 				t.Fatalf("after panic: fib(12) = %d", got)
 			}
+			checkIdleTasks(t, p)
 		}
 		// Panics in stolen jobs re-raise in the joiner: run on the pool's workers.
 		for i := 0; i < 20; i++ {

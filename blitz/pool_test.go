@@ -95,6 +95,7 @@ func TestTreeSumShapes(t *testing.T) {
 				if got != want {
 					t.Fatalf("workers=%d skew=%v n=%d: Stolen sum %d, want %d", w, skew, n, got, want)
 				}
+				checkIdleTasks(t, p)
 			}
 		}
 	}
