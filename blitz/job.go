@@ -156,10 +156,10 @@ func newSlab[In, Out any](t *Task, id int) *slab[In, Out] {
 // the big jobs near the root, and below that uses lazy binary splitting: when the
 // Task's deque already holds SplitDepth jobs that thieves have not taken, more jobs
 // would only wait behind them, so Fork does not push: the Future just remembers fn and
-// in, and Join runs them (two loads and compares are all the fork costs). Otherwise Fork
-// pushes a frame to the deque, where a thief takes the oldest (largest) job first;
-// thieves taking jobs make room, so the next fork is pushed again. Fork never allocates
-// once the Task's slab for jb is deep enough.
+// in, and Join runs them. Such a fork costs one atomic load and a compare, inlined into
+// the caller. Otherwise Fork pushes a frame to the deque, where a thief takes the oldest
+// (largest) job first; thieves taking jobs make room, so the next fork is pushed again.
+// Fork never allocates once the Task's slab for jb is deep enough.
 func (jb *Job[In, Out]) Fork(t *Task, fn func(t *Task, in In) Out, in In) Future[In, Out] {
 	// Push while fewer than EagerLevels eager forks are unjoined, or while the deque
 	// holds fewer than SplitDepth jobs: both in one load (see Task.gate).
