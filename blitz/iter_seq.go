@@ -126,6 +126,16 @@ func ForEachSeq[T any](seq iter.Seq[T], f func(T), opts ...Option) {
 			f(v)
 		}
 	})
+	finished := false
+	defer func() {
+		// seq itself panicked (on this goroutine): stop and wait for the consumers so
+		// none is left blocked on the job channel, and let the panic continue.
+		if !finished {
+			br.stop()
+			close(br.jobs)
+			<-br.done
+		}
+	}()
 	batch := make([]T, 0, bs)
 	for v := range seq {
 		batch = append(batch, v)
@@ -139,6 +149,7 @@ func ForEachSeq[T any](seq iter.Seq[T], f func(T), opts ...Option) {
 	if len(batch) > 0 {
 		br.send(batch)
 	}
+	finished = true
 	br.wait()
 }
 

@@ -190,6 +190,28 @@ func TestSeqPanicsStopAndReraise(t *testing.T) {
 	if !stopped.Load() || pulled.Load() >= 1<<20 {
 		t.Fatalf("MapSeq kept pulling after a panic (%d pulled)", pulled.Load())
 	}
+	// A sequence that panics on the caller's goroutine: the panic keeps its own value and
+	// the consumers are stopped and waited for before it leaves ForEachSeq or MapSeq.
+	panicky := func(yield func(int) bool) {
+		for i := range 10_000 {
+			if i == 3000 {
+				panic("seq itself panicked")
+			}
+			if !yield(i) {
+				return
+			}
+		}
+	}
+	wantPanic(t, "seq itself panicked", func() { ForEachSeq(panicky, func(int) {}, WithGrain(8)) })
+	wantPanic(t, "seq itself panicked", func() {
+		for range MapSeq(panicky, func(v int) int { return v }, WithGrain(8)) {
+		}
+	})
+	var after atomic.Int64
+	ForEachSeq(slices.Values([]int{1, 2, 3}), func(v int) { after.Add(int64(v)) })
+	if after.Load() != 6 {
+		t.Fatal("ForEachSeq after a panicking sequence")
+	}
 	wantPanic(t, "ForEachSeq: seq is nil", func() { ForEachSeq[int](nil, func(int) {}) })
 	wantPanic(t, "MapSeq: f is nil", func() { MapSeq[int, int](slices.Values([]int{1}), nil) })
 }

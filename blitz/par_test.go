@@ -123,13 +123,16 @@ func TestReduceMatchesSequential(t *testing.T) {
 		if len(order) != n {
 			t.Fatalf("len %d, want %d", len(order), n)
 		}
-		mr := MapReduce(s, "", func(v int64) string { return fmt.Sprint(v%10, ",") }, func(a, b string) string { return a + b }, opts...)
-		seq := ""
-		for _, v := range s {
-			seq += fmt.Sprint(v%10, ",")
+		// MapReduce keeps index order: collecting the mapped values must give the
+		// sequential map.
+		mr := MapReduce(s, []int64(nil), func(v int64) []int64 { return []int64{v % 10} }, func(a, b []int64) []int64 { return append(a, b...) }, opts...)
+		if len(mr) != n {
+			t.Fatalf("MapReduce collected %d of %d", len(mr), n)
 		}
-		if mr != seq {
-			t.Fatalf("MapReduce out of order")
+		for i, v := range s {
+			if mr[i] != v%10 {
+				t.Fatalf("MapReduce out of order at %d", i)
+			}
 		}
 		ch := MapReduceChunked(s, int64(0), func(c []int64) int64 {
 			var acc int64
