@@ -9,38 +9,38 @@ import (
 	"testing"
 
 	"github.com/blitzgo/blitz/blitz"
+	"golang.org/x/sync/errgroup"
 )
 
 // The blitz-par suite measures blitz's parallel loops, slice functions and sorts beside
 // what a Go programmer would otherwise write: the plain sequential loop or the slices
-// function, and a goroutine-per-chunk version (the errgroup pattern: one goroutine per
-// GOMAXPROCS chunk and a wait). Inputs are built once per case when the suite runs; -quick
+// function, and a goroutine-per-chunk version with errgroup (one goroutine per GOMAXPROCS
+// chunk, then Wait). Inputs are built once per case when the suite runs; -quick
 // uses inputs about ten times smaller. Mirrors blitz/par_bench_test.go.
 
-// bparExtraBaselines, when set (by suite_par_deps.go, which needs golang.org/x/sync and
+// bparExtraBaselines, when set (by a suite_par_conc.go that needs
 // github.com/sourcegraph/conc in this module's go.mod), returns more baselines for a case:
-// errgroup and conc/iter versions.
+// conc/iter versions.
 var bparExtraBaselines func(caseName string, cfg Config) []Impl
 
 func init() {
 	Register(Suite{
 		Name:  "blitz-par",
-		Title: "blitz parallel loops, slice functions and sorts against sequential Go and goroutine-per-chunk",
+		Title: "blitz parallel loops, slice functions and sorts against sequential Go and errgroup goroutine-per-chunk",
 		Cases: bparCases,
 	})
 }
 
-// bparChunks runs f on GOMAXPROCS chunks of [0, n), one goroutine each, and waits: the
-// errgroup.Group pattern without its error plumbing.
+// bparChunks runs f on GOMAXPROCS chunks of [0, n), one goroutine each, with an
+// errgroup.Group: the usual Go way to spread a loop over the cores.
 func bparChunks(n int, f func(lo, hi int)) {
 	w := runtime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
+	var g errgroup.Group
 	for i := range w {
 		lo, hi := i*n/w, (i+1)*n/w
-		wg.Add(1)
-		go func() { defer wg.Done(); f(lo, hi) }()
+		g.Go(func() error { f(lo, hi); return nil })
 	}
-	wg.Wait()
+	_ = g.Wait()
 }
 
 var (
@@ -168,7 +168,7 @@ func bparCases(cfg Config) []Case {
 					}
 					report(b)
 				}},
-				{"goroutines", func(b *testing.B) {
+				{"errgroup", func(b *testing.B) {
 					s := in()
 					b.ReportAllocs()
 					for b.Loop() {
@@ -340,7 +340,7 @@ func bparCases(cfg Config) []Case {
 						bparSinkAny = bparSeqMap(s, func(v uint64) float64 { return float64(v>>11) * 0x1p-53 })
 					}
 				}},
-				{"goroutines", func(b *testing.B) {
+				{"errgroup", func(b *testing.B) {
 					s := rnd()
 					b.ReportAllocs()
 					for b.Loop() {
