@@ -10,6 +10,12 @@ require (
 
 require golang.org/x/sync v0.19.0
 
+require (
+	github.com/sourcegraph/conc v0.3.0
+	go.uber.org/atomic v1.7.0 // indirect
+	go.uber.org/multierr v1.9.0 // indirect
+)
+
 replace (
 	github.com/blitzgo/blitz/blitz => ../blitz
 	github.com/blitzgo/blitz/blitzio => ../blitzio
