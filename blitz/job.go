@@ -20,12 +20,12 @@ type job struct {
 	// done, when not nil, is called by a runner after run returned or panicked (with the
 	// recovered panic, or nil). Frames leave it nil: their completion is latch.SetDone.
 	done func(j *job, p *PanicError)
-	// latch is set by a thief once it ran a published frame; the owner probes it in
+	// latch is set by a thief once it ran a pushed frame; the owner probes it in
 	// Future.Join. It is reset when the frame is pushed.
 	latch lockfree.OnceLatch
 	// panic is the panic a thief recovered from run, re-raised by the joiner.
 	panic *PanicError
-	// owner is the Task that published the frame, to wake it when a thief finishes.
+	// owner is the Task that pushed the frame, to wake it when a thief finishes.
 	owner *Task
 	// eager is true when the frame was pushed because of EagerLevels (see Task).
 	eager bool
@@ -54,7 +54,7 @@ type slab[In, Out any] struct {
 }
 
 // runFrame is frame.job.run: it runs on a thief (or on the owner when it pops its own
-// published frame back, see Future.Join).
+// pushed frame back, see Future.Join).
 func runFrame[In, Out any](t *Task, j *job) {
 	f := (*frame[In, Out])(unsafe.Pointer(j))
 	f.out = f.fn(t, f.in)

@@ -76,7 +76,7 @@ func (c Config) validate() error {
 // Stats are cumulative counters of a pool, for tests and tuning.
 type Stats struct {
 	// Executed counts jobs that went through a deque, the injection queue or a mailbox
-	// and were run: stolen frames, published frames popped back by their owner, jobs
+	// and were run: stolen frames, pushed frames popped back by their owner, jobs
 	// of Go, Scope.Spawn and Broadcast. Forks that were not pushed run as plain calls
 	// and are not counted.
 	Executed uint64

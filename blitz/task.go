@@ -100,7 +100,7 @@ func newTask(p *Pool, index int, seed uint64) *Task {
 	return t
 }
 
-// push publishes a frame: frame stack, deque, then the sleep manager's new-jobs step
+// push pushes a frame: frame stack, deque, then the sleep manager's new-jobs step
 // (which wakes a sleeper if no awake idle worker can take it).
 func (t *Task) push(j *job) {
 	// The frame may have been pushed and stolen before (frames are reused): reset its
