@@ -53,8 +53,8 @@ type slab[In, Out any] struct {
 	top    int
 }
 
-// runFrame is frame.job.run: it runs on a thief (or on the owner when it pops its own
-// pushed frame back, see Future.Join).
+// runFrame is frame.job.run: a thief runs it. (An owner that pops its frame back does
+// not: Future.Stolen reports false and the caller runs the function itself.)
 func runFrame[In, Out any](t *Task, j *job) {
 	f := (*frame[In, Out])(unsafe.Pointer(j))
 	f.out = f.fn(t, f.in)
