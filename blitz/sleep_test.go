@@ -108,3 +108,34 @@ func TestForkWakesSleepers(t *testing.T) {
 	}
 	t.Fatal("in 50 calls on a sleeping pool, workers never stole a fork")
 }
+
+var napJob Job[time.Duration, int]
+
+func nap(_ *Task, d time.Duration) int { time.Sleep(d); return 1 }
+
+// TestJoinerSleepsAndIsWokenByThief: a worker waiting for a stolen frame goes through
+// the sleep protocol; the thief that finishes the frame must wake it (CoreLatch set).
+func TestJoinerSleepsAndIsWokenByThief(t *testing.T) {
+	p := newPool(t, Config{Workers: 2, SpinRounds: 1})
+	for r := 0; r < 10; r++ {
+		waitAllAsleep(t, p)
+		done := make(chan int, 1)
+		p.Go(func(t *Task) {
+			f := napJob.Fork(t, nap, 30*time.Millisecond) // eager: pushed, the other worker takes it
+			time.Sleep(5 * time.Millisecond)
+			v, ok := f.Stolen(t)
+			if !ok {
+				v = nap(t, 0)
+			}
+			done <- v
+		})
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: a worker waiting for its stolen frame was never woken", r)
+		}
+	}
+	if s := p.Stats(); s.Stolen == 0 {
+		t.Fatalf("the frame was never stolen, the test proved nothing: %+v", s)
+	}
+}
