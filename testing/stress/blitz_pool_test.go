@@ -226,7 +226,7 @@ func TestBlitzStressMixed(t *testing.T) {
 		goroutines, rounds, maxN = 32, 30, 14
 	}
 	base := runtime.NumGoroutine()
-	p, err := blitz.NewPool(blitz.Config{Workers: 4, SpinRounds: 4})
+	p, err := blitz.NewPool(blitz.Config{Workers: 4, SpinRounds: 4, SplitDepth: 2, EagerLevels: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
