@@ -21,9 +21,11 @@
 //     returns; ScopeContext stops starting tasks once its context is cancelled.
 //   - Join, Join2, JoinN, TryJoin, TryJoinContext: closures, forked and joined.
 //   - Job and Future: a typed job declared once (var j blitz.Job[In, Out]) whose Fork
-//     and Join allocate nothing and, when the fork is not pushed, cost a deque length
-//     check. With Future.Stolen instead of Join, a fork that nobody stole is run by the
-//     caller with a direct call: within a nanosecond of plain recursion. Use it for
+//     and Join allocate nothing and, when the fork is not pushed, cost one atomic load
+//     and a compare, inlined. With Future.Stolen instead of Join, a fork that nobody
+//     stole is run by the caller with a direct call: within a nanosecond of plain
+//     recursion (measured: fib(30) with a fork per call, 2.9 ns per fork against 2.65
+//     for plain recursion). Use it for
 //     fine-grained recursion (a fork at every node of a tree).
 //
 // A panic in forked work is re-raised in the goroutine that joins it, as a *PanicError
@@ -49,14 +51,18 @@
 //     lazy binary splitting: a fork is pushed to the deque only while the deque holds
 //     fewer than SplitDepth jobs (or while it is one of the first EagerLevels nested
 //     forks), otherwise it costs an atomic load and runs at its Join ("Lazy binary
-//     splitting" in the Task documentation). Thieves take the oldest,
-//     biggest pushed fork. A join of a stolen fork runs other work while it waits
+//     splitting" in the Task documentation). Thieves take the oldest, biggest pushed
+//     fork. A join of a stolen fork runs other work while it waits
 //     (steal, yield, then the sleep protocol) and a worker sleeps only when there is
 //     nothing it could do.
 //   - Guests (Pool.Call): a goroutine from outside becomes a guest worker for the
 //     duration of its call, as the seeds' main_worker: no hand-off, and its forks can be
-//     stolen like a worker's.
+//     stolen like a worker's. So during a call the caller computes alongside the
+//     Workers workers; Pool.Go hands work to the workers instead.
 //
-// The Promela models in spin/ check the sleep protocol: a posted job is always taken,
-// and a variant where the sleeper saves the JEC before its toggle is rejected.
+// The Promela model spin/jec.pml checks the sleep protocol with two workers and a poster
+// that publishes deque and injected jobs: a posted job is always taken. spin must
+// reject two broken variants: the seeds' literal wording (the announcing worker
+// increments the JEC "if even", like posters) and a sleeper that registers without
+// comparing the JEC it saved.
 package blitz
