@@ -103,7 +103,7 @@ type Pool struct {
 	eager      int
 	onPanic    func(*PanicError)
 
-	counters  jecCounters
+	counters  sleepCounters
 	fenceWord lockfree.PaddedUint64
 	stopping  atomic.Bool
 	injected  lockfree.TreiberStack[*job]
@@ -239,7 +239,7 @@ func (w *Task) workerLoop() {
 			continue
 		}
 		// Idle: we count as inactive (sleep protocol).
-		p.counters.addInactive()
+		p.counters.AddInactive()
 		var idle idleState
 		found := false
 		for !p.stopping.Load() {
@@ -250,14 +250,14 @@ func (w *Task) workerLoop() {
 			if j := w.findWork(); j != nil {
 				found = true
 				// Finding work while idle suggests there is more: wake up to two others.
-				p.wakeThreads(p.counters.subInactive())
+				p.wakeThreads(p.counters.SubInactive())
 				w.execute(j)
 				break
 			}
 			p.noWorkFound(w, &idle)
 		}
 		if !found {
-			p.counters.subInactive()
+			p.counters.SubInactive()
 		}
 	}
 }

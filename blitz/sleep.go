@@ -10,7 +10,7 @@ import (
 
 // The sleep manager: seeds 002 and 004, which follow Rayon's rayon-core/src/sleep.
 //
-// State shared by all workers is one packed uint64 (jecCounters), laid out exactly as
+// State shared by all workers is one packed uint64, a padded
 // lockfree.AtomicCounters: sleeping workers in bits 0-15, inactive workers in bits 16-31,
 // the jobs event counter (JEC) in bits 32-63. Each worker also has a sleeper: a
 // CoreLatch, a mutex, a condition variable and the is-blocked flag.
@@ -47,71 +47,24 @@ import (
 // incrementing only from even, the JEC would stay odd forever after the first toggle and
 // step 3 would never detect new work. We follow Rayon; spin/jec.pml models it.
 //
-// lockfree.AtomicCounters has no active->sleepy toggle, so the counters are this small
-// type with the same layout (counters_test.go checks that lockfree's Extract functions
-// decode it).
-
-const (
-	oneSleeping = uint64(1)
-	oneInactive = uint64(1) << 16
-	oneJEC      = uint64(1) << 32
-)
-
-// jecCounters is the packed counter word of the sleep manager.
-type jecCounters struct {
+// The packed word is lockfree.AtomicCounters, padded onto a cache line of its own:
+// every worker reads it when it forks and writes it when it goes idle, so it must not
+// share a line with the pool's other hot fields.
+type sleepCounters struct {
 	_ lockfree.CachePad
-	v atomic.Uint64
+	lockfree.AtomicCounters
 	_ lockfree.CachePad
 }
 
-func (c *jecCounters) load() uint64 { return c.v.Load() }
-
-// incrementJECIfSleepy is the poster's step: even -> odd. It returns the value after.
-func (c *jecCounters) incrementJECIfSleepy() uint64 {
-	for {
-		old := c.v.Load()
-		if lockfree.ExtractJEC(old)&1 != 0 {
-			return old
-		}
-		if c.v.CompareAndSwap(old, old+oneJEC) {
-			return old + oneJEC
-		}
+// announceSleepy is the worker's step 2: odd -> even. It returns the JEC after the
+// toggle, computed from the value the CAS replaced (not re-read: a poster's toggle
+// landing between the CAS and a second load would be saved as ours and missed).
+func (c *sleepCounters) announceSleepy() uint32 {
+	jec := lockfree.ExtractJEC(c.IncrementJECIfActive())
+	if jec&1 != 0 {
+		jec++ // our toggle happened: odd -> even
 	}
-}
-
-// announceSleepy is the worker's step 2: odd -> even. It returns the JEC after.
-func (c *jecCounters) announceSleepy() uint32 {
-	for {
-		old := c.v.Load()
-		if lockfree.ExtractJEC(old)&1 == 0 {
-			return lockfree.ExtractJEC(old)
-		}
-		if c.v.CompareAndSwap(old, old+oneJEC) {
-			return lockfree.ExtractJEC(old + oneJEC)
-		}
-	}
-}
-
-func (c *jecCounters) tryAddSleeping(expected uint64) bool {
-	return c.v.CompareAndSwap(expected, expected+oneSleeping)
-}
-
-func (c *jecCounters) subSleeping() {
-	if old := c.v.Add(^(oneSleeping - 1)) + oneSleeping; lockfree.ExtractSleeping(old) == 0 {
-		panic("blitz: internal error: sleeping count went below zero")
-	}
-}
-
-func (c *jecCounters) addInactive() { c.v.Add(oneInactive) }
-
-// subInactive marks a worker active again and returns how many sleepers it should wake
-// to help with the work it found: min(sleeping, 2), as Rayon does.
-func (c *jecCounters) subInactive() uint32 {
-	old := c.v.Add(^(oneInactive - 1)) + oneInactive
-	if lockfree.ExtractInactive(old) == 0 {
-		panic("blitz: internal error: inactive count went below zero")
-	}
-	return min(lockfree.ExtractSleeping(old), 2)
+	return jec
 }
 
 // sleeper is one worker's parking place.
@@ -166,7 +119,7 @@ func (p *Pool) sleep(w *Task, idle *idleState) {
 	}
 	s.parked.Store(true)
 	for {
-		c := p.counters.load()
+		c := p.counters.Load()
 		if lockfree.ExtractJEC(c) != idle.jec {
 			// New work was posted since we announced: do not sleep; re-announce after one
 			// more look (Rayon's wake_partly).
@@ -176,7 +129,7 @@ func (p *Pool) sleep(w *Task, idle *idleState) {
 			idle.rounds = p.spinRounds
 			return
 		}
-		if p.counters.tryAddSleeping(c) {
+		if p.counters.TryAddSleeping(c) {
 			break
 		}
 	}
@@ -188,7 +141,7 @@ func (p *Pool) sleep(w *Task, idle *idleState) {
 	if !p.injected.Empty() || !w.mail.Empty() || p.stopping.Load() || s.latch.Probe() {
 		// We registered but never blocked, so no waker can have decremented for us:
 		// undo our own registration (the one case where the sleeper decrements).
-		p.counters.subSleeping()
+		p.counters.SubSleeping()
 		s.parked.Store(false)
 		s.mu.Unlock()
 		s.latch.WakeUp()
@@ -217,7 +170,7 @@ func (p *Pool) wakeSpecific(i int) bool {
 	woke := false
 	if s.blocked {
 		s.blocked = false
-		p.counters.subSleeping()
+		p.counters.SubSleeping()
 		s.cond.Signal()
 		woke = true
 	}
@@ -244,7 +197,9 @@ func (p *Pool) wakeThreads(n uint32) {
 // toggle the JEC so a worker between its announcement and its sleep sees the change,
 // and wake sleepers only when the awake-but-idle workers cannot take the new jobs.
 func (p *Pool) newJobs(n uint32, queueWasEmpty bool) {
-	c := p.counters.incrementJECIfSleepy()
+	// The counts in the value before the toggle are the counts after it: the CAS
+	// changes only the JEC.
+	c := p.counters.IncrementJECIfSleepy()
 	sleeping := lockfree.ExtractSleeping(c)
 	if sleeping == 0 {
 		return

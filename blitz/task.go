@@ -295,7 +295,7 @@ func (t *Task) waitUntil(l latch) {
 	}
 	p := t.pool
 	s := t.sleeper
-	p.counters.addInactive()
+	p.counters.AddInactive()
 	var idle idleState
 	var sw lockfree.SpinWait // a few short busy spins first: a thief is often almost done
 	spins := 0
@@ -310,9 +310,9 @@ func (t *Task) waitUntil(l latch) {
 			break
 		}
 		if x := t.findWork(); x != nil {
-			p.wakeThreads(p.counters.subInactive())
+			p.wakeThreads(p.counters.SubInactive())
 			t.execute(x)
-			p.counters.addInactive()
+			p.counters.AddInactive()
 			idle = idleState{}
 			sw.Reset()
 			spins = 0
@@ -325,7 +325,7 @@ func (t *Task) waitUntil(l latch) {
 		}
 		p.noWorkFound(t, &idle)
 	}
-	p.counters.subInactive()
+	p.counters.SubInactive()
 }
 
 // guestWait is waitUntil for a guest Task.
