@@ -28,6 +28,26 @@
 //     for plain recursion). Use it for
 //     fine-grained recursion (a fork at every node of a tree).
 //
+// Most programs never touch a Task: the parallel functions take slices and functions
+// and run on the default pool (or the one given by WithPool), splitting the input by
+// the number of workers (WithGrain overrides the leaf size), and run small inputs on the
+// caller's goroutine without touching the pool:
+//
+//   - loops and reductions: For, ForGrain, ForUntil (early exit), Reduce, MapReduce,
+//     MapReduceChunked, TryFor, TryForContext, TryForEach, TryReduce;
+//   - slice functions: Sum, Min, Max, MinFunc, MaxFunc, MinByKey, MaxByKey, Count, Any,
+//     All, FindAny, FindFirst, FindLast, Index, IndexAny, LastIndex, ForEach,
+//     ForEachIndex, Map, MapInto, MapInPlace, Fill, Filter, FlatMap, Flatten, Scatter,
+//     Partition, and the sources Chunks, Zip, Chain and Range;
+//   - iter.Seq: ForEachSeq consumes a sequence in parallel batches, MapSeq returns the
+//     results as a sequence that stops the work when the loop breaks;
+//   - sorts: Sort and SortDesc (a parallel radix sort for integer and float types,
+//     pattern-defeating quicksort otherwise), SortFunc, SortByKey, SortByCachedKey, and
+//     the stable SortStableFunc (parallel merge sort).
+//
+// The comment at the top of par_options.go explains how these fit together (grain,
+// the stop flag that is both the early-exit flag and the panic fuse, leaves).
+//
 // A panic in forked work is re-raised in the goroutine that joins it, as a *PanicError
 // carrying the value and the stack of the panicking goroutine, after the sibling work
 // has finished. Workers never die of a user panic.
