@@ -7,7 +7,6 @@ package benchmarks
 import (
 	"fmt"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -183,13 +182,10 @@ func perUnit(b *testing.B, units float64, unit string) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/units, unit)
 }
 
-// bzCPU returns the process's user+system CPU time.
+// bzCPU returns the process's user+system CPU time (getrusage).
 func bzCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, _ := processCPU()
+	return d
 }
 
 // bzIdleCost measures the CPU the process uses in the second after setup returned, in

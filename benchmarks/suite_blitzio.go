@@ -1,12 +1,8 @@
 package benchmarks
 
 import (
-	"bytes"
-	"os"
 	"runtime"
 	"runtime/metrics"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -272,40 +268,15 @@ func bioUserCPU() float64 {
 	return s[0].Value.Float64()
 }
 
-// bioProcCPU reads the CPU time of the whole process (user + system, every thread) from
-// /proc/self/stat. It reports false where there is no /proc (not Linux). The file counts
-// in clock ticks of 1/100 s (USER_HZ, 100 on every mainstream Linux), so windows of a few
-// seconds give a resolution well under 1% of a core.
-func bioProcCPU() (time.Duration, bool) {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')') // the command name may contain spaces
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond, true
-}
-
 // bioWindowPercent is the CPU the process uses over window, in percent of one core:
-// from /proc/self/stat on Linux, else from runtime/metrics' user class (which has a noise
+// from getrusage on Unix, else from runtime/metrics' user class (which has a noise
 // floor of its own on a loaded machine).
 func bioWindowPercent(window time.Duration) float64 {
 	runtime.GC() // settle: finish GC work earlier cases left behind
 	time.Sleep(100 * time.Millisecond)
-	if before, ok := bioProcCPU(); ok {
+	if before, ok := processCPU(); ok {
 		time.Sleep(window)
-		after, _ := bioProcCPU()
+		after, _ := processCPU()
 		return 100 * float64(after-before) / float64(window)
 	}
 	before := bioUserCPU()
