@@ -17,16 +17,9 @@ import (
 // two schedulers fails with a message instead of hanging CI.
 const crossTimeout = 90 * time.Second
 
-func fibSeq(n int) int {
-	if n < 2 {
-		return n
-	}
-	return fibSeq(n-1) + fibSeq(n-2)
-}
-
 func fibJoin(t *blitz.Task, n int) int {
 	if n < 12 {
-		return fibSeq(n)
+		return bzFibSeq(n)
 	}
 	a, b := blitz.Join2(t,
 		func(t *blitz.Task) int { return fibJoin(t, n-1) },
@@ -82,8 +75,8 @@ func TestBlitzioTasksCallBlitz(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(c), 7))
 				for range 5 {
 					n := 14 + r.IntN(6)
-					if got := blitz.Call(pool, func(t *blitz.Task) int { return fibJoin(t, n) }); got != fibSeq(n) {
-						fail("fib(%d) = %d on the pool, want %d", n, got, fibSeq(n))
+					if got := blitz.Call(pool, func(t *blitz.Task) int { return fibJoin(t, n) }); got != bzFibSeq(n) {
+						fail("fib(%d) = %d on the pool, want %d", n, got, bzFibSeq(n))
 					}
 					time.Sleep(time.Duration(r.IntN(300)) * time.Microsecond)
 				}
@@ -128,7 +121,7 @@ func TestBlitzioTasksCallBlitz(t *testing.T) {
 		t.Fatalf("blitzio Close: %v", err)
 	}
 	pool.Close()
-	waitGoroutines(t, baseline)
+	bzLeakCheck(t, baseline)
 }
 
 // TestBlitzInsideBlitzioWorkers calls the blitz pool directly from inside blitzio task
@@ -162,7 +155,7 @@ func TestBlitzInsideBlitzioWorkers(t *testing.T) {
 			}))
 		}
 		for i, h := range handles {
-			if got, err := h.Wait(); err != nil || got != fibSeq(10+i%8) {
+			if got, err := h.Wait(); err != nil || got != bzFibSeq(10+i%8) {
 				bad.Add(1)
 			}
 		}
@@ -179,20 +172,5 @@ func TestBlitzInsideBlitzioWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool.Close()
-	waitGoroutines(t, baseline)
-}
-
-// waitGoroutines fails the test if the goroutine count does not return to baseline:
-// both runtimes promise to join every goroutine they started when closed.
-func waitGoroutines(t *testing.T, baseline int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > baseline {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("goroutine leak: %d goroutines, baseline %d\n%s", runtime.NumGoroutine(), baseline, buf)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	bzLeakCheck(t, baseline)
 }
