@@ -44,14 +44,7 @@ func lockfreeCases(Config) []Case {
 				}
 			}},
 			Baselines: []Impl{
-				{"mutex+slice", func(b *testing.B) {
-					q, it := &mutexStack{}, &lfItem{}
-					b.ReportAllocs()
-					for b.Loop() {
-						q.push(it)
-						q.pop()
-					}
-				}},
+				lfMutexPushPop,
 				{"chan(256)", func(b *testing.B) {
 					ch, it := make(chan *lfItem, 256), &lfItem{}
 					b.ReportAllocs()
@@ -126,14 +119,7 @@ func lockfreeCases(Config) []Case {
 				}
 			}},
 			Baselines: []Impl{
-				{"mutex+slice", func(b *testing.B) {
-					q, it := &mutexStack{}, &lfItem{}
-					b.ReportAllocs()
-					for b.Loop() {
-						q.push(it)
-						q.pop()
-					}
-				}},
+				lfMutexPushPop,
 			},
 		},
 		{
@@ -321,3 +307,14 @@ func (q *mutexStack) fill(n int) {
 	}
 	q.mu.Unlock()
 }
+
+// lfMutexPushPop is the mutex-guarded slice baseline shared by the deque and Treiber
+// cases: push one item, pop it.
+var lfMutexPushPop = Impl{"mutex+slice", func(b *testing.B) {
+	q, it := &mutexStack{}, &lfItem{}
+	b.ReportAllocs()
+	for b.Loop() {
+		q.push(it)
+		q.pop()
+	}
+}}
