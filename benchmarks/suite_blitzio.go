@@ -31,6 +31,8 @@ const (
 	bioYields    = 1_000
 	bioPings     = 1_000
 	bioChain     = 1_000
+	// bioMillion is the number of sleeps SleepStartDropMillion starts before dropping them.
+	bioMillion = 1_000_000
 )
 
 func bioRuntime(b *testing.B) *blitzio.Runtime {
@@ -483,6 +485,41 @@ func blitzioCases(cfg Config) []Case {
 				for b.Loop() {
 					time.AfterFunc(time.Minute, f).Stop()
 				}
+			}}},
+		},
+		{
+			Name:   "SleepStartDropMillion",
+			Metric: "ns/sleep",
+			Note:   "1,000,000 sleeps started (all registered at once) then dropped; time per sleep; beside time.AfterFunc then Stop of 1,000,000",
+			Ours: Impl{"blitzio.Sleep", func(b *testing.B) {
+				rt := bioRuntime(b)
+				cx := blitzio.NewContext(rt, blitzio.Waker{})
+				ss := make([]*blitzio.SleepFuture, bioMillion)
+				b.ReportAllocs()
+				for b.Loop() {
+					for i := range ss {
+						ss[i] = blitzio.Sleep(time.Minute)
+						ss[i].Poll(cx)
+					}
+					for _, s := range ss {
+						s.Drop()
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/bioMillion, "ns/sleep")
+			}},
+			Baselines: []Impl{{"time.AfterFunc+Stop", func(b *testing.B) {
+				ts := make([]*time.Timer, bioMillion)
+				f := func() {}
+				b.ReportAllocs()
+				for b.Loop() {
+					for i := range ts {
+						ts[i] = time.AfterFunc(time.Minute, f)
+					}
+					for _, t := range ts {
+						t.Stop()
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/bioMillion, "ns/sleep")
 			}}},
 		},
 		{

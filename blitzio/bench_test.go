@@ -439,3 +439,48 @@ func BenchmarkSleepStartDrop(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkSleepStartDropMillion is the "1,000,000 sleeps started and dropped"
+// read literally: start a million sleeps (all registered at once, as a million waiting
+// connections' timeouts would be), then drop them all. Unlike BenchmarkSleepStartDrop the
+// timer structure holds a million entries, so this measures the wheel (and Go's timer
+// heap) at size, with cache misses. ns/sleep is the time per start+drop.
+func BenchmarkSleepStartDropMillion(b *testing.B) {
+	const n = 1_000_000
+	perSleep := func(b *testing.B) {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/sleep")
+	}
+	b.Run("blitzio", func(b *testing.B) {
+		rt := benchRT(b)
+		cx := NewContext(rt, Waker{})
+		ss := make([]*SleepFuture, n)
+		b.ReportAllocs()
+		for b.Loop() {
+			for i := range ss {
+				ss[i] = Sleep(time.Minute)
+				ss[i].Poll(cx)
+			}
+			for _, s := range ss {
+				s.Drop()
+			}
+		}
+		perSleep(b)
+		if c := rt.timerCount(); c != 0 {
+			b.Fatalf("%d timers left in the wheel after dropping every sleep", c)
+		}
+	})
+	b.Run("time.AfterFunc", func(b *testing.B) {
+		ts := make([]*time.Timer, n)
+		f := func() {}
+		b.ReportAllocs()
+		for b.Loop() {
+			for i := range ts {
+				ts[i] = time.AfterFunc(time.Minute, f)
+			}
+			for _, t := range ts {
+				t.Stop()
+			}
+		}
+		perSleep(b)
+	})
+}
