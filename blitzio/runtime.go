@@ -107,9 +107,12 @@ type Runtime struct {
 	timerDriver atomic.Int32
 	blocking    blockingPool
 
-	start     time.Time // for the real clock: monotonic origin
-	testClock *TestClock
-	testStart time.Time
+	start time.Time // for the real clock: monotonic origin
+	// startOffset is start - procStart, so the fast clock (sinceProcStart) gives elapsed
+	// time by one subtraction.
+	startOffset time.Duration
+	testClock   *TestClock
+	testStart   time.Time
 
 	closed       atomic.Bool
 	done         chan struct{} // closed when shutdown begins
@@ -139,6 +142,7 @@ func New(cfg Config) (*Runtime, error) {
 		done:     make(chan struct{}),
 		finished: make(chan struct{}),
 	}
+	rt.startOffset = rt.start.Sub(procStart)
 	rt.timerDriver.Store(-1)
 	rt.timers.init()
 	rt.idle.n = int32(cfg.Workers)
