@@ -64,6 +64,9 @@ type Context struct {
 	// yield is set by Yield during a worker's poll: the worker re-queues the task at the
 	// back of its queue with one CAS, instead of a wake (CAS) plus the idle transition.
 	yield bool
+	// timerPushes counts the timers registered through this Context since its last drain
+	// of the pending stack (see drainEvery).
+	timerPushes uint8
 }
 
 // budgetPerPoll is the cooperative budget a task gets for one poll (seed 003: 128 polls

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -250,5 +251,19 @@ func TestIntervalHugePeriodDoesNotWrap(t *testing.T) {
 	waitHandle(t, h)
 	if ticks != 1 {
 		t.Fatalf("%d ticks; a period of centuries must tick once (the immediate first tick)", ticks)
+	}
+}
+
+// TestSleepFutureSize keeps a sleep in the 80-byte allocation size class on 64-bit
+// platforms (see SleepFuture): a field added carelessly would move every sleep to 96.
+func TestSleepFutureSize(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("32-bit platform")
+	}
+	if n := unsafe.Sizeof(SleepFuture{}); n > 80 {
+		t.Fatalf("SleepFuture is %d bytes, want <= 80", n)
+	}
+	if n := unsafe.Sizeof(timerEntry{}); n != 48 {
+		t.Fatalf("timerEntry is %d bytes, want 48 (its padding holds SleepFuture's state)", n)
 	}
 }

@@ -1,9 +1,6 @@
 package blitzio
 
-import (
-	"math/bits"
-	"sync/atomic"
-)
+import "math/bits"
 
 // Hierarchical timer wheel (seed 003: 5 levels of 64 slots, 1 ms resolution, overflow
 // list; the shape of Tokio's time/wheel). Time is in ticks of 1 ms since the runtime
@@ -28,14 +25,18 @@ const (
 )
 
 // timerEntry is one timer, embedded in the future that owns it (so a sleeping task costs
-// no separate allocation for its timer). Fields other than fired are guarded by the
-// runtime's timer mutex.
+// no separate allocation for its timer). Who may touch which field when is set by st (see
+// the ts* states in timer.go); in the wheel, fields are guarded by the runtime's timer
+// mutex. next is also the pending stack's link while the entry is queued.
 type timerEntry struct {
 	deadline   uint64
 	prev, next *timerEntry
-	level      int8 // 0: not in the wheel; 1..5: level+1; overflowLevel+1: overflow list
-	fired      atomic.Bool
-	waker      Waker
+	st         uint32 // ts* state; atomic except while the owner holds the entry alone
+	level      int8   // 0: not in the wheel; 1..5: level+1; overflowLevel+1: overflow list
+	// ownerState and ownerMode are padding lent to the owning future (SleepFuture keeps
+	// its state and mode here); the timer code never touches them.
+	ownerState, ownerMode uint8
+	waker                 Waker
 }
 
 type wheelLevel struct {

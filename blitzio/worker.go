@@ -278,9 +278,23 @@ func (w *worker) park() {
 	}
 	var timeout <-chan time.Time
 	if driver {
+		// Take the pending registrations into the wheel first. One pushed after this drain
+		// reads parkedUntil after its push: still MaxInt64 (from our release) or the value
+		// stored below, so it wakes us if its deadline is earlier.
 		rt.timers.mu.Lock()
+		wakers := rt.timers.drainLocked(nil, nowTick(rt.elapsed()))
 		next, ok := rt.timers.w.nextExpiration()
 		rt.timers.mu.Unlock()
+		if len(wakers) > 0 {
+			// Some were already due: run their tasks instead of parking.
+			wakeAll(wakers)
+			if !rt.idle.clear(w.id) {
+				<-w.unpark // someone cleared our bit and counted us as searching
+				w.searching = true
+			}
+			rt.releaseTimerDriver()
+			return
+		}
 		if ok {
 			rt.timers.parkedUntil.Store(int64(next))
 			d := parkDuration(next, nowTick(rt.elapsed()))
