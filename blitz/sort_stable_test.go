@@ -1,0 +1,157 @@
+package blitz
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// kvs is kv with a pointer in it: SortStableFunc cuts its runs in the middle for it, and a
+// quarter in for the pointer-free kv (stableSkewed), so both trees get checked.
+type kvs struct {
+	k int64
+	v string
+}
+
+func TestStableSkewedTypes(t *testing.T) {
+	type small struct {
+		a int32
+		b [2]float64
+		c bool
+	}
+	for _, c := range []struct {
+		name      string
+		got, want bool
+	}{
+		{"uint64", stableSkewed[uint64](), true},
+		{"kv", stableSkewed[kv](), true},
+		{"small struct", stableSkewed[small](), true},
+		{"[4]uint64", stableSkewed[[4]uint64](), true},
+		{"[5]uint64 (40 bytes)", stableSkewed[[5]uint64](), false},
+		{"string", stableSkewed[string](), false},
+		{"kvs", stableSkewed[kvs](), false},
+		{"*int", stableSkewed[*int](), false},
+		{"[]int", stableSkewed[[]int](), false},
+		{"any", stableSkewed[any](), false},
+		{"[1]*int", stableSkewed[[1]*int](), false},
+	} {
+		if c.got != c.want {
+			t.Errorf("stableSkewed[%s]() = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestSortStableFuncBothCuts checks stability of both trees (even and uneven cuts) on the
+// sequential and the parallel paths, with coarse keys so that most elements have equals.
+func TestSortStableFuncBothCuts(t *testing.T) {
+	for _, c := range sortCases(t) {
+		for _, n := range []int{25, 49, 100, 777, 5000, 40000} {
+			for _, keys := range []int64{1, 3, 1000} {
+				raw := randInts(uint64(n)+uint64(keys), n, keys)
+				label := fmt.Sprintf("%s/n%d/keys%d", c.name, n, keys)
+				a := make([]kv, n)
+				b := make([]kvs, n)
+				for i, k := range raw {
+					a[i] = kv{k, i}
+					b[i] = kvs{k, fmt.Sprint(i)}
+				}
+				wantA := slices.Clone(a)
+				slices.SortStableFunc(wantA, func(x, y kv) int { return cmp.Compare(x.k, y.k) })
+				SortStableFunc(a, func(x, y kv) int { return cmp.Compare(x.k, y.k) }, c.opts...)
+				checkSorted(t, label+"/kv", a, wantA, func(x, y kv) bool { return x == y })
+				wantB := slices.Clone(b)
+				slices.SortStableFunc(wantB, func(x, y kvs) int { return cmp.Compare(x.k, y.k) })
+				SortStableFunc(b, func(x, y kvs) int { return cmp.Compare(x.k, y.k) }, c.opts...)
+				checkSorted(t, label+"/kvs", b, wantB, func(x, y kvs) bool { return x == y })
+			}
+		}
+	}
+}
+
+func TestMergeSeqEdges(t *testing.T) {
+	byTens := func(a, b int) int { return cmp.Compare(a/10, b/10) }
+	for _, nx := range []int{0, 1, 2, 5, 33} {
+		for _, ny := range []int{0, 1, 3, 32} {
+			x := make([]int, nx)
+			y := make([]int, ny)
+			for i := range x {
+				x[i] = (i * 7) % 50
+			}
+			for i := range y {
+				y[i] = (i*13)%50 + 1000
+			}
+			slices.SortStableFunc(x, byTens)
+			slices.SortStableFunc(y, byTens)
+			// Make y's values compare equal to x's where their tens match, but stay
+			// distinguishable, so a tie resolved the wrong way is seen.
+			for i := range y {
+				y[i] -= 1000
+			}
+			want := append(slices.Clone(x), y...)
+			slices.SortStableFunc(want, byTens)
+			got := make([]int, nx+ny)
+			mergeSeq(x, y, got, byTens)
+			if !slices.Equal(got, want) {
+				t.Fatalf("nx=%d ny=%d: got %v, want %v", nx, ny, got, want)
+			}
+		}
+	}
+}
+
+// TestSortStableFuncPanics checks that a panicking comparison is re-raised from both trees,
+// early (in the first leaves) and late (in the last merges).
+func TestSortStableFuncPanics(t *testing.T) {
+	const n = 50000
+	for _, c := range sortCases(t) {
+		for _, after := range []int64{10, 700_000} { // about 800K comparisons in all
+			s := make([]kv, n)
+			p := make([]kvs, n)
+			for i := range s {
+				s[i] = kv{int64((i * 7919) % n), i}
+				p[i] = kvs{s[i].k, ""}
+			}
+			var calls atomic.Int64
+			wantPanic(t, "stable boom", func() {
+				SortStableFunc(s, func(a, b kv) int {
+					if calls.Add(1) > after {
+						panic("stable boom")
+					}
+					return cmp.Compare(a.k, b.k)
+				}, c.opts...)
+			})
+			calls.Store(0)
+			wantPanic(t, "stable boom", func() {
+				SortStableFunc(p, func(a, b kvs) int {
+					if calls.Add(1) > after {
+						panic("stable boom")
+					}
+					return cmp.Compare(a.k, b.k)
+				}, c.opts...)
+			})
+		}
+	}
+}
+
+// FuzzStableSortPointers is FuzzSortStableFunc for an element type with a pointer in it,
+// which takes the evenly cut tree (see stableSkewed).
+func FuzzStableSortPointers(f *testing.F) {
+	f.Add([]byte{}, uint8(3))
+	f.Add([]byte("sphinx of black quartz, judge my vow"), uint8(4))
+	f.Add([]byte{5, 5, 5, 4, 4, 4, 3, 3, 3, 2, 2, 2, 1, 1, 1, 0, 0, 0}, uint8(2))
+	f.Fuzz(func(t *testing.T, data []byte, mod uint8) {
+		opts := fuzzOpts(t)
+		m := int(mod%16) + 1
+		s := make([]kvs, len(data))
+		for i, b := range data {
+			s[i] = kvs{int64(b) % int64(m), strings.Repeat("x", i%5) + fmt.Sprint(i)}
+		}
+		byK := func(a, b kvs) int { return cmp.Compare(a.k, b.k) }
+		want := slices.Clone(s)
+		slices.SortStableFunc(want, byK)
+		SortStableFunc(s, byK, opts...)
+		checkSorted(t, "SortStableFunc", s, want, func(a, b kvs) bool { return a == b })
+	})
+}
