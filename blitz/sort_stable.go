@@ -18,7 +18,7 @@ import "reflect"
 // trades comparisons for mispredictions when comparisons are cheap.
 
 const (
-	stableBlock = 24 // runs insertion sorted (16-48 measured within 2%)
+	stableBlock = 24 // runs insertion sorted (16-48 measured within 3%)
 	// stableParMin: subarrays and merges at most this long are done sequentially (a
 	// smaller explicit grain lowers it). 8K-128K measured alike.
 	stableParMin = 1 << 13
@@ -31,17 +31,20 @@ const (
 // long run and the branch predictor bets on it: it mispredicts about once per element of
 // the short run (a quarter of the comparisons) instead of every other comparison. The
 // uneven tree makes 23% more comparisons and moves, but per bit of order learned the merge
-// is faster: 5.6 ns against 6.4 for an even merge (8192 random uint64, cmp.Compare).
-// Measured on whole sorts (2 workers): 10M uint64 with cmp.Compare 705 -> 650 ms; 2M uint64
-// compared through a multiply-xorshift mix 174 -> 148 ms; 2M 32-byte structs by one of 1000
-// keys, or [4]uint64 compared field by field, within noise.
+// is faster: 5.5 ns against 6.4-6.7 for an even merge (8192 random uint64, cmp.Compare).
+// Measured on whole sorts (2 workers, medians of 7 interleaved runs): 10M uint64 with
+// cmp.Compare 780 ms cut evenly, 679 ms a quarter in; 2M uint64 compared through a
+// multiply-xorshift mix 171 -> 147 ms; 2M 32-byte structs by one of 1000 keys, or
+// [4]uint64 compared field by field, within noise.
 //
 // The extra comparisons only pay while a comparison costs less than the misprediction it
 // saves. A comparator that follows pointers pays a cache miss on most of them: 2M strings
-// with a common 14-byte prefix compared by strings.Compare took 417 ms split evenly, 505 ms
-// a quarter in (and 441 at two fifths). So the uneven cut is kept to small pointer-free
-// element types, whose comparisons can only compute on the values handed to them; large
-// elements are excluded because every extra level moves them once more.
+// with a common 14-byte prefix compared by strings.Compare took 413 ms cut evenly, 483 ms a
+// quarter in (and still about 8% more at two fifths). So the uneven cut is kept to small
+// pointer-free element types, whose comparisons can only compute on the values handed to
+// them; large elements are excluded because every extra level moves them once more. A
+// pointer-free type with a costly comparator is the case this guesses wrong: at 23% more
+// comparisons it loses once a comparison costs more than about one misprediction.
 func stableSkewed[T any]() bool {
 	t := reflect.TypeFor[T]()
 	return t.Size() <= 32 && stablePointerFree(t)
@@ -68,8 +71,8 @@ func stablePointerFree(t reflect.Type) bool {
 }
 
 // stableCut returns where a run of n >= 2 elements is cut before both parts are sorted and
-// merged: a quarter in if skewed (1:4 measured best on 8192 random uint64 with cmp.Compare:
-// 1:2 630 µs, 1:3 578, 1:4 560, 1:5 566, 1:6 588), else the middle.
+// merged: a quarter in if skewed, else the middle. Sorting 8192 random uint64 with
+// cmp.Compare, cut at 1/2: 632 µs, 1/3: 577, 1/4: 560, 1/5: 565, 1/6: 588.
 func stableCut(n int, skewed bool) int {
 	if skewed {
 		return max(n/4, 1)
@@ -195,7 +198,7 @@ func stableRecCut[T any](t *Task, st *parState, a, buf []T, toBuf, skewed bool, 
 		return
 	}
 	// The parallel levels are cut like the sequential ones: cutting them in the middle
-	// instead made the 10M uint64 sort 6% slower (705 against 664 ms).
+	// instead made the 10M uint64 sort 6% slower (717 against 673 ms).
 	mid := stableCut(n, skewed)
 	Join(t,
 		func(t *Task) {
