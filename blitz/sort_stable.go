@@ -75,11 +75,19 @@ const stableSkewMaxNs = 12
 // sort). A preemption during the sample can only make it look costly, which picks the
 // even cut: the safe choice.
 func stableSkewFor[T any](a []T, cmp func(a, b T) int) bool {
+	if stableSkewOverride != 0 {
+		return stableSkewOverride > 0
+	}
 	if len(a) < stableSkewMin || !stableSkewed[T]() {
 		return false
 	}
 	return stableCheapCmp(a, cmp)
 }
+
+// stableSkewOverride, when not zero, makes stableSkewFor choose the uneven cut (1) or the
+// even one (-1) whatever the type and the timing: tests set it to check both trees at
+// every size, since the timed choice would otherwise decide which one they get.
+var stableSkewOverride int
 
 // stableCheapCmp times stableSkewSample-1 comparisons (see stableSkewFor). It is called
 // only for element types of at most 32 bytes, so its array is at most 4 KiB of stack.

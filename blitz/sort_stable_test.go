@@ -4,13 +4,13 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
-// kvs is kv with a pointer in it: SortStableFunc cuts its runs in the middle for it, and a
-// quarter in for the pointer-free kv (stableSkewed), so both trees get checked.
+// kvs is kv with a pointer in it: SortStableFunc always cuts its runs in the middle for it
+// (stableSkewed), while for the pointer-free kv the cut depends on a timed sample.
 type kvs struct {
 	k int64
 	v string
@@ -44,14 +44,28 @@ func TestStableSkewedTypes(t *testing.T) {
 	}
 }
 
+// withSkew runs f with stableSkewFor's choice forced to the uneven cut (skew > 0) or the
+// even one (skew < 0).
+func withSkew(skew int, f func()) {
+	defer func(old int) { stableSkewOverride = old }(stableSkewOverride)
+	stableSkewOverride = skew
+	f()
+}
+
 // TestSortStableFuncBothCuts checks stability of both trees (even and uneven cuts) on the
 // sequential and the parallel paths, with coarse keys so that most elements have equals.
 func TestSortStableFuncBothCuts(t *testing.T) {
+	for _, skew := range []int{-1, 1} {
+		withSkew(skew, func() { testSortStableFuncCuts(t, fmt.Sprintf("skew%+d", skew)) })
+	}
+}
+
+func testSortStableFuncCuts(t *testing.T, tree string) {
 	for _, c := range sortCases(t) {
 		for _, n := range []int{25, 49, 100, 777, 5000, 40000} {
 			for _, keys := range []int64{1, 3, 1000} {
 				raw := randInts(uint64(n)+uint64(keys), n, keys)
-				label := fmt.Sprintf("%s/n%d/keys%d", c.name, n, keys)
+				label := fmt.Sprintf("%s/%s/n%d/keys%d", tree, c.name, n, keys)
 				a := make([]kv, n)
 				b := make([]kvs, n)
 				for i, k := range raw {
@@ -104,6 +118,12 @@ func TestMergeSeqEdges(t *testing.T) {
 // TestSortStableFuncPanics checks that a panicking comparison is re-raised from both trees,
 // early (in the first leaves) and late (in the last merges).
 func TestSortStableFuncPanics(t *testing.T) {
+	for _, skew := range []int{-1, 1} {
+		withSkew(skew, func() { testSortStableFuncPanics(t) })
+	}
+}
+
+func testSortStableFuncPanics(t *testing.T) {
 	const n = 50000
 	for _, c := range sortCases(t) {
 		for _, after := range []int64{10, 700_000} { // about 800K comparisons in all
@@ -135,23 +155,44 @@ func TestSortStableFuncPanics(t *testing.T) {
 	}
 }
 
-// FuzzStableSortPointers is FuzzSortStableFunc for an element type with a pointer in it,
-// which takes the evenly cut tree (see stableSkewed).
-func FuzzStableSortPointers(f *testing.F) {
+// FuzzSortStableFuncSkewed is FuzzSortStableFunc with the uneven cut forced: fuzz inputs
+// are too small for SortStableFunc to choose it by itself (see stableSkewFor).
+func FuzzSortStableFuncSkewed(f *testing.F) {
 	f.Add([]byte{}, uint8(3))
 	f.Add([]byte("sphinx of black quartz, judge my vow"), uint8(4))
 	f.Add([]byte{5, 5, 5, 4, 4, 4, 3, 3, 3, 2, 2, 2, 1, 1, 1, 0, 0, 0}, uint8(2))
 	f.Fuzz(func(t *testing.T, data []byte, mod uint8) {
 		opts := fuzzOpts(t)
 		m := int(mod%16) + 1
-		s := make([]kvs, len(data))
+		s := make([]kv, len(data))
 		for i, b := range data {
-			s[i] = kvs{int64(b) % int64(m), strings.Repeat("x", i%5) + fmt.Sprint(i)}
+			s[i] = kv{int64(b) % int64(m), i}
 		}
-		byK := func(a, b kvs) int { return cmp.Compare(a.k, b.k) }
+		byK := func(a, b kv) int { return cmp.Compare(a.k, b.k) }
 		want := slices.Clone(s)
 		slices.SortStableFunc(want, byK)
-		SortStableFunc(s, byK, opts...)
-		checkSorted(t, "SortStableFunc", s, want, func(a, b kvs) bool { return a == b })
+		withSkew(1, func() { SortStableFunc(s, byK, opts...) })
+		checkSorted(t, "SortStableFunc (uneven cut)", s, want, func(a, b kv) bool { return a == b })
 	})
+}
+
+// TestStableSkewForCostlyComparator checks the timed half of the choice in the direction
+// that cannot be flaky: a comparator that takes a microsecond must get the even cut (time
+// only ever makes a sample look slower), as must small sorts and pointer types.
+func TestStableSkewForCostlyComparator(t *testing.T) {
+	big := make([]uint64, stableSkewMin)
+	slow := func(a, b uint64) int {
+		for start := time.Now(); time.Since(start) < time.Microsecond; {
+		}
+		return cmp.Compare(a, b)
+	}
+	if stableSkewFor(big, slow) {
+		t.Error("a 1 us comparator was sampled as cheap")
+	}
+	if stableSkewFor(big[:stableSkewMin-1], cmp.Compare[uint64]) {
+		t.Error("a sort below stableSkewMin timed its comparator")
+	}
+	if stableSkewFor(make([]kvs, stableSkewMin), func(a, b kvs) int { return cmp.Compare(a.k, b.k) }) {
+		t.Error("an element type with pointers got the uneven cut")
+	}
 }
