@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -140,6 +141,13 @@ func RunSuite(s Suite, opt RunOptions) SuiteResult {
 		}
 		impls := append([]Impl{c.Ours}, c.Baselines...)
 		rounds := make([][]ImplResult, len(impls))
+		// Start every case from a collected heap with its free memory returned: a case
+		// that left a large heap (a 100M-element sum, a million tasks) otherwise keeps the
+		// runtime's background scavenger busy through the cases after it, and their
+		// allocations fault pages back in.
+		if opt.Bench == nil {
+			debug.FreeOSMemory()
+		}
 		for round := range max(opt.Count, 1) {
 			for j, impl := range impls {
 				ir := measure(bench, impl, cr.Unit)
