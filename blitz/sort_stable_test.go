@@ -155,27 +155,6 @@ func testSortStableFuncPanics(t *testing.T) {
 	}
 }
 
-// FuzzSortStableFuncSkewed is FuzzSortStableFunc with the uneven cut forced: fuzz inputs
-// are too small for SortStableFunc to choose it by itself (see stableSkewFor).
-func FuzzSortStableFuncSkewed(f *testing.F) {
-	f.Add([]byte{}, uint8(3))
-	f.Add([]byte("sphinx of black quartz, judge my vow"), uint8(4))
-	f.Add([]byte{5, 5, 5, 4, 4, 4, 3, 3, 3, 2, 2, 2, 1, 1, 1, 0, 0, 0}, uint8(2))
-	f.Fuzz(func(t *testing.T, data []byte, mod uint8) {
-		opts := fuzzOpts(t)
-		m := int(mod%16) + 1
-		s := make([]kv, len(data))
-		for i, b := range data {
-			s[i] = kv{int64(b) % int64(m), i}
-		}
-		byK := func(a, b kv) int { return cmp.Compare(a.k, b.k) }
-		want := slices.Clone(s)
-		slices.SortStableFunc(want, byK)
-		withSkew(1, func() { SortStableFunc(s, byK, opts...) })
-		checkSorted(t, "SortStableFunc (uneven cut)", s, want, func(a, b kv) bool { return a == b })
-	})
-}
-
 // TestStableSkewForCostlyComparator checks the timed half of the choice in the direction
 // that cannot be flaky: a comparator that takes a microsecond must get the even cut (time
 // only ever makes a sample look slower), as must small sorts and pointer types.

@@ -289,6 +289,11 @@ func FuzzSortStableFunc(f *testing.F) {
 		got := slices.Clone(pairs)
 		SortStableFunc(got, byK, opts...)
 		checkSorted(t, "SortStableFunc", got, want, func(a, b kv) bool { return a == b })
+		// Fuzz inputs are too small for SortStableFunc to choose the uneven cut by itself
+		// (see stableSkewFor): force it.
+		got = slices.Clone(pairs)
+		withSkew(1, func() { SortStableFunc(got, byK, opts...) })
+		checkSorted(t, "SortStableFunc (uneven cut)", got, want, func(a, b kv) bool { return a == b })
 		got = slices.Clone(pairs)
 		SortByCachedKey(got, func(x kv) int64 { return x.k }, opts...)
 		checkSorted(t, "SortByCachedKey", got, want, func(a, b kv) bool { return a == b })
