@@ -46,7 +46,8 @@ type tscAnchor struct {
 }
 
 var (
-	tscUsable = tscClocksource()
+	// tscUsable reads the clocksource once, on the first slow read (not at import).
+	tscUsable = sync.OnceValue(tscClocksource)
 	tscNow    atomic.Pointer[tscAnchor]
 	tscCal    struct {
 		mu        sync.Mutex
@@ -77,7 +78,7 @@ func sinceProcStart() time.Duration {
 
 // tscSlow reads the real monotonic clock and, when it can, re-anchors and recalibrates.
 func tscSlow() time.Duration {
-	if !tscUsable {
+	if !tscUsable() {
 		return time.Since(procStart)
 	}
 	t1 := rdtsc()

@@ -11,7 +11,7 @@ import (
 // fast clock really calibrates and extrapolates (else it would silently always take the
 // slow path), with a rate that agrees with the monotonic clock.
 func TestFastClockCalibrates(t *testing.T) {
-	if !tscUsable {
+	if !tscUsable() {
 		t.Skip("clocksource is not tsc: the fast clock is the monotonic clock")
 	}
 	t1, m1 := rdtsc(), time.Since(procStart)
