@@ -43,9 +43,10 @@ func Map[T, U any](s []T, f func(T) U, opts ...Option) []U {
 }
 
 // MapInto stores f(s[i]) in dst[i] for every index, in parallel. It is Map without the
-// allocation: Go zeroes every new slice on the allocating goroutine, which for a large
-// output is a sequential pass as long as the parallel map itself, so reusing dst is the
-// way to make a repeated map scale. It panics if len(dst) != len(s).
+// allocation: Go zeroes every new slice on the allocating goroutine, a sequential pass
+// over the whole output before any worker starts (2.6 ms for 80 MB on the 2-core machine
+// we measure on, against 8 ms for the parallel map itself), so reusing dst is the way to
+// make a repeated map scale. It panics if len(dst) != len(s).
 func MapInto[T, U any](dst []U, s []T, f func(T) U, opts ...Option) {
 	if f == nil {
 		parNil("MapInto", "f")
