@@ -5,8 +5,9 @@ go 1.25
 require (
 	github.com/blitzgo/blitz/blitz v0.1.0
 	github.com/blitzgo/blitz/blitzio v0.1.0
-	github.com/blitzgo/blitz/shared/lockfree v0.1.0
 )
+
+require github.com/blitzgo/blitz/shared/lockfree v0.1.0 // indirect
 
 replace (
 	github.com/blitzgo/blitz/blitz => ../../blitz
