@@ -6,6 +6,7 @@ package benchmarks
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -219,7 +220,7 @@ func blitzCases(cfg Config) []Case {
 	fibSeq := func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			bzFibSeq(fibN)
+			runtime.KeepAlive(bzFibSeq(fibN))
 		}
 		perUnit(b, bzFibForks(fibN), "ns/fork")
 	}
@@ -286,8 +287,8 @@ func blitzCases(cfg Config) []Case {
 					for b.Loop() {
 						var wg sync.WaitGroup
 						wg.Add(1)
-						go func() { defer wg.Done(); bzFibSeq(fibN) }()
-						bzFibSeq(fibN)
+						go func() { defer wg.Done(); runtime.KeepAlive(bzFibSeq(fibN)) }()
+						runtime.KeepAlive(bzFibSeq(fibN))
 						wg.Wait()
 					}
 					perUnit(b, 2*bzFibForks(fibN), "ns/fork")

@@ -24,7 +24,7 @@ func init() {
 // lfItem is the payload moved through the queues; the deque holds pointers, so one item
 // is allocated up front and the same pointer circulates, keeping allocations out of the
 // measurement.
-type lfItem struct{ n int }
+type lfItem struct{ _ int }
 
 // stealBatch is how many items the owner pre-fills before the thief steals them one at
 // a time, in the steal cases.

@@ -43,12 +43,6 @@ func bparChunks(n int, f func(lo, hi int)) {
 	_ = g.Wait()
 }
 
-var (
-	bparSinkI64 int64
-	bparSinkInt int
-	bparSinkAny any
-)
-
 func bparLoopSum(s []int64) int64 {
 	var t int64
 	for _, v := range s {
@@ -155,7 +149,7 @@ func bparCases(cfg Config) []Case {
 				s := in()
 				b.ReportAllocs()
 				for b.Loop() {
-					bparSinkI64 = blitz.Sum(s)
+					runtime.KeepAlive(blitz.Sum(s))
 				}
 				report(b)
 			}},
@@ -164,7 +158,7 @@ func bparCases(cfg Config) []Case {
 					s := in()
 					b.ReportAllocs()
 					for b.Loop() {
-						bparSinkI64 = bparLoopSum(s)
+						runtime.KeepAlive(bparLoopSum(s))
 					}
 					report(b)
 				}},
@@ -180,7 +174,7 @@ func bparCases(cfg Config) []Case {
 							t += x
 							mu.Unlock()
 						})
-						bparSinkI64 = t
+						runtime.KeepAlive(t)
 					}
 					report(b)
 				}},
@@ -242,7 +236,8 @@ func bparCases(cfg Config) []Case {
 				s[0] = 1
 				b.ReportAllocs()
 				for b.Loop() {
-					_, bparSinkInt, _ = blitz.FindFirst(s, func(v int64) bool { return v == 1 })
+					_, i, _ := blitz.FindFirst(s, func(v int64) bool { return v == 1 })
+					runtime.KeepAlive(i)
 				}
 			}},
 			Baselines: []Impl{{"slices.IndexFunc", func(b *testing.B) {
@@ -250,7 +245,7 @@ func bparCases(cfg Config) []Case {
 				s[0] = 1
 				b.ReportAllocs()
 				for b.Loop() {
-					bparSinkInt = slices.IndexFunc(s, func(v int64) bool { return v == 1 })
+					runtime.KeepAlive(slices.IndexFunc(s, func(v int64) bool { return v == 1 }))
 				}
 			}}},
 		},
@@ -261,7 +256,7 @@ func bparCases(cfg Config) []Case {
 				s[10] = 1
 				b.ReportAllocs()
 				for b.Loop() {
-					bparSinkAny = blitz.Any(s, func(v int64) bool { return v == 1 })
+					runtime.KeepAlive(blitz.Any(s, func(v int64) bool { return v == 1 }))
 				}
 			}},
 			Baselines: []Impl{{"slices.ContainsFunc", func(b *testing.B) {
@@ -269,7 +264,7 @@ func bparCases(cfg Config) []Case {
 				s[10] = 1
 				b.ReportAllocs()
 				for b.Loop() {
-					bparSinkAny = slices.ContainsFunc(s, func(v int64) bool { return v == 1 })
+					runtime.KeepAlive(slices.ContainsFunc(s, func(v int64) bool { return v == 1 }))
 				}
 			}}},
 		},
@@ -279,7 +274,8 @@ func bparCases(cfg Config) []Case {
 				s := recs()
 				b.ReportAllocs()
 				for b.Loop() {
-					bparSinkAny, _ = blitz.MinByKey(s, score)
+					m, _ := blitz.MinByKey(s, score)
+					runtime.KeepAlive(m)
 				}
 			}},
 			Baselines: []Impl{
@@ -293,21 +289,21 @@ func bparCases(cfg Config) []Case {
 								best = r
 							}
 						}
-						bparSinkAny = best
+						runtime.KeepAlive(best)
 					}
 				}},
 				{"sequential MinByKey(s, key)", func(b *testing.B) {
 					s := recs()
 					b.ReportAllocs()
 					for b.Loop() {
-						bparSinkAny = bparSeqMinByKey(s, score)
+						runtime.KeepAlive(bparSeqMinByKey(s, score))
 					}
 				}},
 				{"slices.MinFunc", func(b *testing.B) {
 					s := recs()
 					b.ReportAllocs()
 					for b.Loop() {
-						bparSinkAny = slices.MinFunc(s, func(a, b bparRec) int { return cmp.Compare(a.score, b.score) })
+						runtime.KeepAlive(slices.MinFunc(s, func(a, b bparRec) int { return cmp.Compare(a.score, b.score) }))
 					}
 				}},
 			},
@@ -318,7 +314,7 @@ func bparCases(cfg Config) []Case {
 				s := rnd()
 				b.ReportAllocs()
 				for b.Loop() {
-					bparSinkAny = blitz.Map(s, func(v uint64) float64 { return float64(v>>11) * 0x1p-53 })
+					runtime.KeepAlive(blitz.Map(s, func(v uint64) float64 { return float64(v>>11) * 0x1p-53 }))
 				}
 			}},
 			Baselines: []Impl{
@@ -330,14 +326,14 @@ func bparCases(cfg Config) []Case {
 						for i, v := range s {
 							out[i] = float64(v>>11) * 0x1p-53
 						}
-						bparSinkAny = out
+						runtime.KeepAlive(out)
 					}
 				}},
 				{"sequential Map(s, f)", func(b *testing.B) {
 					s := rnd()
 					b.ReportAllocs()
 					for b.Loop() {
-						bparSinkAny = bparSeqMap(s, func(v uint64) float64 { return float64(v>>11) * 0x1p-53 })
+						runtime.KeepAlive(bparSeqMap(s, func(v uint64) float64 { return float64(v>>11) * 0x1p-53 }))
 					}
 				}},
 				{"errgroup", func(b *testing.B) {
@@ -350,7 +346,7 @@ func bparCases(cfg Config) []Case {
 								out[i] = float64(s[i]>>11) * 0x1p-53
 							}
 						})
-						bparSinkAny = out
+						runtime.KeepAlive(out)
 					}
 				}},
 			},
@@ -382,7 +378,7 @@ func bparCases(cfg Config) []Case {
 				s := rnd()
 				b.ReportAllocs()
 				for b.Loop() {
-					bparSinkAny = blitz.Filter(s, func(v uint64) bool { return v&1 == 0 })
+					runtime.KeepAlive(blitz.Filter(s, func(v uint64) bool { return v&1 == 0 }))
 				}
 			}},
 			Baselines: []Impl{{"loop", func(b *testing.B) {
@@ -395,7 +391,7 @@ func bparCases(cfg Config) []Case {
 							out = append(out, v)
 						}
 					}
-					bparSinkAny = out
+					runtime.KeepAlive(out)
 				}
 			}}},
 		},

@@ -50,7 +50,7 @@ func bparDepsBaselines(name string, cfg Config) []Impl {
 				b.ReportAllocs()
 				for b.Loop() {
 					parts := conciter.Map(spans, func(sp *bparSpan) int64 { return bparLoopSum(s[sp.lo:sp.hi]) })
-					bparSinkI64 = bparLoopSum(parts)
+					runtime.KeepAlive(bparLoopSum(parts))
 				}
 				report(b)
 			}},
@@ -68,7 +68,7 @@ func bparDepsBaselines(name string, cfg Config) []Impl {
 				s := bparRandU64(n, 1)
 				b.ReportAllocs()
 				for b.Loop() {
-					bparSinkAny = conciter.Map(s, func(v *uint64) float64 { return f(*v) })
+					runtime.KeepAlive(conciter.Map(s, func(v *uint64) float64 { return f(*v) }))
 				}
 			}},
 		}

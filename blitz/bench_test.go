@@ -2,6 +2,7 @@ package blitz
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -79,8 +80,8 @@ func BenchmarkFibIdeal2(b *testing.B) {
 	for b.Loop() {
 		var wg sync.WaitGroup
 		wg.Add(1)
-		go func() { defer wg.Done(); fibSeq(benchFibN) }()
-		fibSeq(benchFibN)
+		go func() { defer wg.Done(); runtime.KeepAlive(fibSeq(benchFibN)) }()
+		runtime.KeepAlive(fibSeq(benchFibN))
 		wg.Wait()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(2*fibForks(benchFibN)), "ns/fork")

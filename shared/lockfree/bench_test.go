@@ -9,7 +9,7 @@ import (
 // bodies from the blitzbench command (benchmark functions in _test.go files cannot be
 // imported from another module).
 
-type benchItem struct{ n int }
+type benchItem struct{ _ int }
 
 // BenchmarkDequePushPop measures one owner Push followed by one Pop of the same item:
 // the fast path of a fork-join worker that forks a job and takes it back itself.

@@ -112,7 +112,8 @@ func TestDequeEmptyNeverBlocks(t *testing.T) {
 	for i := range 100 {
 		d.Push(it)
 		d.Push(it)
-		if !(d.Pop() == it && d.Pop() == it) {
+		first, second := d.Pop(), d.Pop()
+		if first != it || second != it {
 			t.Fatalf("round %d: lost an item", i)
 		}
 		check(fmt.Sprintf("round %d", i))
