@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 )
 
-// Layout of AtomicCounters (seed 004):
+// Layout of AtomicCounters (Rayon's sleep counters, packed in one word):
 //
 //	bits  0-15  sleeping workers: blocked on their condition variable
 //	bits 16-31  inactive workers: not running a job (idle, sleepy or sleeping)
@@ -27,7 +27,7 @@ const MaxCountedWorkers = counterMask
 // AtomicCounters packs the sleep manager's state into one uint64 so that one atomic
 // load sees all of it consistently and one CAS changes several fields at once:
 // the number of sleeping workers, the number of inactive workers, and the jobs event
-// counter (JEC). See seeds 002 and 004 for the protocol; every operation is a
+// counter (JEC), as in Rayon's sleep protocol (rayon-core's sleep module); every operation is a
 // sequentially consistent atomic, which the protocol requires.
 //
 // Any goroutine may call every method. The zero value is all counts zero, JEC 0
@@ -73,8 +73,7 @@ func (c *AtomicCounters) IncrementJECIfSleepy() uint64 {
 // IncrementJECIfActive moves the JEC from odd (active) to even (sleepy) and returns the
 // packed value from before the call. If the JEC is already even it changes nothing.
 //
-// This is the other half of Rayon's protocol, which the reference design folds into
-// IncrementJECIfSleepy: a worker announcing sleepiness flips an odd JEC to even, so the
+// This is the other half of Rayon's protocol (IncrementJECIfSleepy is the first): a worker announcing sleepiness flips an odd JEC to even, so the
 // next poster's IncrementJECIfSleepy changes it again and the worker's saved value no
 // longer matches. Adding oneJEC to 0xFFFFFFFF wraps the JEC to 0 (even) without carrying
 // into anything: the JEC is the top field of the word.
@@ -101,8 +100,8 @@ func (c *AtomicCounters) TryAddSleeping(expected uint64) bool {
 	return c.value.CompareAndSwap(expected, expected+oneSleeping)
 }
 
-// SubSleeping removes one sleeping worker. The waker calls it, not the sleeper (seed
-// 002: otherwise a poster could count a worker that is already awake and skip a wake).
+// SubSleeping removes one sleeping worker. The waker calls it, not the sleeper (as in
+// Rayon: otherwise a poster could count a worker that is already awake and skip a wake).
 // It panics if the sleeping count is zero, after undoing its change, so the other
 // fields stay intact.
 func (c *AtomicCounters) SubSleeping() {

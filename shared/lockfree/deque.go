@@ -7,7 +7,7 @@ import (
 )
 
 // DefaultDequeCapacity is the ring size of a deque made with capacity 0: 256 slots, the
-// reference design's per-worker queue size.
+// per-worker queue size of Tokio's workers; PushGrow grows the ring from there.
 const DefaultDequeCapacity = 256
 
 // StealResult says how a steal attempt ended.

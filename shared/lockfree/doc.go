@@ -4,7 +4,7 @@
 // The package knows nothing about its users. Each type documents who may call which
 // method (the owner only, or any goroutine) and the ordering argument for its atomics.
 // Go's sync/atomic operations are sequentially consistent, which satisfies every
-// acquire/release/seq_cst requirement of the reference design; where the design needs a
+// acquire/release/seq_cst requirement of these algorithms; where an algorithm needs a
 // full fence (Chase-Lev pop, the sleep protocol's two fences) a seq-cst read-modify-write
 // or store provides it.
 //

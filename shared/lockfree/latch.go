@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 )
 
-// The four states shared by OnceLatch and CoreLatch (seed 001 and 004).
+// The four states shared by OnceLatch and CoreLatch (Rayon's CoreLatch states).
 const (
 	latchUnset    uint32 = 0 // nobody waits, not set
 	latchSleepy   uint32 = 1 // a waiter announced it is about to park; it checks once more
@@ -94,7 +94,7 @@ var testHookWaitStep func()
 // after its join completed); the park mutex is then unlocked.
 func (l *OnceLatch) Reset() { l.state.Store(latchUnset) }
 
-// CoreLatch is the per-worker sleep handshake of the fork-join pool (seeds 002 and 004).
+// CoreLatch is the per-worker sleep handshake of the fork-join pool (Rayon's CoreLatch).
 // It carries the same four states as OnceLatch, but the worker parks on its own mutex
 // and condition variable, so CoreLatch only arbitrates who may sleep and who must wake.
 //

@@ -9,17 +9,17 @@ type XorShift64Star struct {
 	state uint64
 }
 
-// NewXorShift64Star returns a generator seeded with seed. The generator's state must
-// never be zero (zero maps to zero forever), so a zero seed is replaced by a fixed
+// NewXorShift64Star returns a generator whose initial state is init. The state must
+// never be zero (zero maps to zero forever), so a zero init is replaced by a fixed
 // non-zero constant.
-func NewXorShift64Star(seed uint64) XorShift64Star {
-	if seed == 0 {
-		seed = 0x9E3779B97F4A7C15 // 2^64 / golden ratio
+func NewXorShift64Star(init uint64) XorShift64Star {
+	if init == 0 {
+		init = 0x9E3779B97F4A7C15 // 2^64 / golden ratio
 	}
-	return XorShift64Star{state: seed}
+	return XorShift64Star{state: init}
 }
 
-// Next returns the next 64-bit pseudo-random number. A zero-value generator is seeded
+// Next returns the next 64-bit pseudo-random number. A zero-value generator starts
 // on first use as NewXorShift64Star(0) would be.
 func (r *XorShift64Star) Next() uint64 {
 	x := r.state

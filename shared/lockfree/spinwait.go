@@ -3,7 +3,7 @@ package lockfree
 import "runtime"
 
 // spinLimit is the number of doubling busy-spin rounds before SpinWait starts yielding:
-// 1, 2, 4, ..., 64 spins, as in the reference's steal backoff.
+// 1, 2, 4, ..., 64 spins, as crossbeam's Backoff does before it starts yielding.
 const spinLimit = 6
 
 // yieldLimit is the number of rounds after which IsCompleted reports true: the caller

@@ -1,6 +1,6 @@
 /*
  * corelatch.pml: the worker sleep handshake built on CoreLatch (../latch.go), as the
- * fork-join pool uses it (seed 002) and TestCoreLatchHandshake runs it: the worker
+ * fork-join pool uses it (Rayon's sleep protocol) and TestCoreLatchHandshake runs it: the worker
  * parks on its own mutex and condition variable, and CoreLatch decides who sleeps and
  * who must signal. Checked exhaustively over two rounds:
  *   - no missed wake: the worker never stays blocked in cond.Wait (an invalid end state
