@@ -37,6 +37,9 @@ type ImplResult struct {
 	// ours is faster, or higher for HigherIsBetter metrics). Zero for ours or when either
 	// figure is missing.
 	Ratio float64 `json:"ratio,omitempty"`
+	// RatioText is Ratio as the tables print it: "2.10x faster", "0.81x slower" (or
+	// "better"/"worse" for HigherIsBetter metrics); empty where Ratio is zero.
+	RatioText string `json:"ratio_text,omitempty"`
 	// Samples holds the figure of every round when the command ran with -count > 1;
 	// Value is their median.
 	Samples []float64 `json:"samples,omitempty"`
@@ -173,6 +176,9 @@ func RunSuite(s Suite, opt RunOptions) SuiteResult {
 		ours := cr.Impls[0]
 		for j := 1; j < len(cr.Impls); j++ {
 			cr.Impls[j].Ratio = ratio(ours, cr.Impls[j], c.HigherIsBetter)
+			if cr.Impls[j].Ratio > 0 {
+				cr.Impls[j].RatioText = FormatRatio(cr.Impls[j].Ratio, c.HigherIsBetter)
+			}
 		}
 		out.Cases = append(out.Cases, cr)
 	}
@@ -244,24 +250,31 @@ func ratio(ours, base ImplResult, higherIsBetter bool) float64 {
 	return base.Value / ours.Value
 }
 
-// FormatRatio renders a Ratio for people: "3.20x faster" when ours is better, "0.76x
-// (slower)" when it is worse, "-" when undefined. For HigherIsBetter metrics "faster"
-// reads as "better".
+// FormatRatio renders a Ratio for people, in one shape whichever way it goes: "3.20x
+// faster" when ours is better, "0.76x slower" when it is worse (the baseline's time is
+// 0.76 of ours), "-" when undefined. For HigherIsBetter metrics the words are "better"
+// and "worse".
 func FormatRatio(r float64, higherIsBetter bool) string {
 	if r <= 0 || math.IsNaN(r) || math.IsInf(r, 0) {
 		return "-"
 	}
-	better, worse := "faster", "(slower)"
+	better, worse := "faster", "slower"
 	if higherIsBetter {
-		better, worse = "better", "(worse)"
+		better, worse = "better", "worse"
 	}
-	if r >= 1 {
-		return fmt.Sprintf("%.2fx %s", r, better)
+	word := better
+	if r < 1 {
+		word = worse
 	}
+	return formatTimes(r) + " " + word
+}
+
+// formatTimes prints a ratio as "3.20x", with two significant digits below 0.1.
+func formatTimes(r float64) string {
 	if r < 0.1 {
-		return fmt.Sprintf("%.2gx %s", r, worse)
+		return fmt.Sprintf("%.2gx", r)
 	}
-	return fmt.Sprintf("%.2fx %s", r, worse)
+	return fmt.Sprintf("%.2fx", r)
 }
 
 // formatValue prints a figure with about three significant digits and a fixed number
@@ -369,7 +382,7 @@ func WriteMarkdown(w io.Writer, r *Report, charts bool) error {
 	if r.Quick {
 		sb.WriteString(", quick mode")
 	}
-	sb.WriteString(".\n\nRatios compare ours with each baseline measured in the same process: \"3.00x faster\" means the baseline's figure is three times ours.\n")
+	sb.WriteString(".\n\nRatios compare ours with each baseline measured in the same process: \"3.00x faster\" means the baseline's figure is three times ours, \"0.50x slower\" that it is half of ours (\"better\"/\"worse\" where higher is better).\n")
 	for _, s := range r.Suites {
 		fmt.Fprintf(&sb, "\n## %s: %s\n\n", s.Name, mdEscape(s.Title))
 		fmt.Fprintf(&sb, "| %s |\n|%s\n", strings.Join(tableHeader, " | "), strings.Repeat("---|", len(tableHeader)))

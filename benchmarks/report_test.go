@@ -115,7 +115,7 @@ func TestFormatRatio(t *testing.T) {
 		r      float64
 		higher bool
 		want   string
-	}{{3.2, false, "3.20x faster"}, {0.0049, false, "0.0049x (slower)"}, {0.76, false, "0.76x (slower)"}, {1, false, "1.00x faster"}, {2, true, "2.00x better"}, {0.5, true, "0.50x (worse)"}, {0, false, "-"}} {
+	}{{3.2, false, "3.20x faster"}, {0.0049, false, "0.0049x slower"}, {0.76, false, "0.76x slower"}, {1, false, "1.00x faster"}, {2, true, "2.00x better"}, {0.5, true, "0.50x worse"}, {0, false, "-"}} {
 		if got := FormatRatio(c.r, c.higher); got != c.want {
 			t.Errorf("FormatRatio(%v, %v) = %q, want %q", c.r, c.higher, got, c.want)
 		}
@@ -140,7 +140,7 @@ func TestWriters(t *testing.T) {
 	if err := WriteTable(&table, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"== demo: a | demo", "Fast", "ours (ours)", "10.0 ns/op", "32.0 ns/op", "3.20x faster", "failed or skipped", "0.50x (worse)", "Fast: target 3x"} {
+	for _, want := range []string{"== demo: a | demo", "Fast", "ours (ours)", "10.0 ns/op", "32.0 ns/op", "3.20x faster", "failed or skipped", "0.50x worse", "Fast: target 3x"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -166,7 +166,7 @@ func TestWriters(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Suites) != 1 || back.Suites[0].Cases[0].Impls[1].Ratio != 3.2 || !back.Quick {
+	if len(back.Suites) != 1 || back.Suites[0].Cases[0].Impls[1].Ratio != 3.2 || back.Suites[0].Cases[0].Impls[1].RatioText != "3.20x faster" || !back.Quick {
 		t.Errorf("JSON round trip lost data: %s", js.String())
 	}
 
