@@ -29,9 +29,11 @@ func noop(*testing.B) {}
 func testSuite() Suite {
 	return Suite{Name: "demo", Title: "a | demo", Cases: func(cfg Config) []Case {
 		return []Case{
-			{Name: "Fast", Ours: Impl{"ours", noop}, Baselines: []Impl{{"slow", noop}, {"broken", noop}}, Note: "target 3x"},
-			{Name: "Throughput", Metric: "GB/s", HigherIsBetter: true, Ours: Impl{"ours", noop}, Baselines: []Impl{{"other", noop}}},
-			{Name: "Skipped", Ours: Impl{"ours", noop}},
+			{Name: "Fast", Ours: Impl{"ours", noop}, Baselines: []Impl{{"slow", noop}, {"broken", noop}}, Note: "target 3x",
+				Targets: []Target{TimesBetter("slow", 3), AtMost(5), AllocsAtMost(2), TimesBetter("broken", 1)}},
+			{Name: "Throughput", Metric: "GB/s", HigherIsBetter: true, Ours: Impl{"ours", noop}, Baselines: []Impl{{"other", noop}},
+				Roles: map[string]Role{"other": RoleVariant}, Targets: []Target{AtLeast(1), TimesBetter("other", 1)}},
+			{Name: "Skipped", Ours: Impl{"ours", noop}, Targets: []Target{AtMost(1)}},
 		}
 	}}
 }
@@ -76,6 +78,72 @@ func TestRunSuite(t *testing.T) {
 	thr := res.Cases[1]
 	if thr.Unit != "GB/s" || thr.Impls[0].Value != 2 || thr.Impls[1].Ratio != 0.5 {
 		t.Errorf("Throughput = %+v, want ours 2 GB/s at 0.5x of 4 GB/s", thr)
+	}
+	if roles := []string{fast.Impls[0].Role, fast.Impls[1].Role, thr.Impls[1].Role}; !slices.Equal(roles, []string{"ours", "baseline", "our variant"}) {
+		t.Errorf("roles = %q", roles)
+	}
+}
+
+func TestTargets(t *testing.T) {
+	res := runDemo(t, "")
+	type want struct {
+		text, status, measured string
+	}
+	var got []want
+	for _, c := range res.Cases {
+		for _, tr := range c.Targets {
+			got = append(got, want{tr.Text, string(tr.Status), tr.Measured})
+		}
+	}
+	wants := []want{
+		{"at least 3x faster than slow", "met", "3.20x faster"},
+		{"at most 5 ns/op", "missed", "10.0 ns/op"},
+		{"at most 2 allocs/op", "met", "2 allocs/op"},
+		{"at least as fast as broken", "not measured", "no ratio: a figure is missing"},
+		{"at least 1 GB/s", "met", "2.00 GB/s"},
+		{"at least as good as other", "missed", "0.50x worse"},
+		{"at most 1 ns/op", "not measured", "ours: failed or skipped"},
+	}
+	if !slices.Equal(got, wants) {
+		t.Errorf("targets:\n got %q\nwant %q", got, wants)
+	}
+	for _, c := range []struct {
+		t    Target
+		unit string
+		hib  bool
+		want string
+	}{
+		{TimesBetter("loop", 1/1.2), "ns/op", false, "at most 1.2x loop's ns/op"},
+		{TimesBetter("loop", 0.8), "GB/s", true, "at least 0.8x loop's GB/s"},
+		{TimesBetter("sequential", 1.7), "ns/fork", false, "at least 1.7x faster than sequential"},
+		{AtMost(10_000), "ns/op", false, "at most 10 µs/op"},
+		{AtMost(320), "bytes/task", false, "at most 320 bytes/task"},
+	} {
+		if got := targetText(c.t, c.unit, c.hib, false); got != c.want {
+			t.Errorf("targetText(%+v) = %q, want %q", c.t, got, c.want)
+		}
+	}
+	if e := evalTarget(TimesBetter("nope", 2), res.Cases[0]); e.Status != TargetNotMeasured || e.Measured != `no baseline named "nope"` {
+		t.Errorf("unknown baseline: %+v", e)
+	}
+
+	tally := Tally([]SuiteResult{res})
+	if s := tally.String(); s != "targets: 3 of 7 met, 2 missed, 2 not measured" {
+		t.Errorf("tally = %q", s)
+	}
+	var sum bytes.Buffer
+	if err := WriteTargetSummary(&sum, []SuiteResult{res}); err != nil {
+		t.Fatal(err)
+	}
+	wantSum := `
+== targets: 3 of 7 met, 2 missed, 2 not measured
+  demo/Fast: missed: at most 5 ns/op (measured: 10.0 ns/op)
+  demo/Throughput: missed: at least as good as other (measured: 0.50x worse)
+  demo/Fast: not measured: at least as fast as broken (measured: no ratio: a figure is missing)
+  demo/Skipped: not measured: at most 1 ns/op (measured: ours: failed or skipped)
+`
+	if sum.String() != wantSum {
+		t.Errorf("summary:\n%s\nwant:\n%s", sum.String(), wantSum)
 	}
 }
 
@@ -140,7 +208,9 @@ func TestWriters(t *testing.T) {
 	if err := WriteTable(&table, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"== demo: a | demo", "Fast", "ours (ours)", "10.0 ns/op", "32.0 ns/op", "3.20x faster", "failed or skipped", "0.50x worse", "Fast: target 3x"} {
+	t.Logf("table:\n%s", table.String())
+	for _, want := range []string{"== demo: a | demo", "Fast", "ours (ours)", "10.0 ns/op", "32.0 ns/op", "3.20x faster", "failed or skipped", "0.50x worse", "Fast: target 3x",
+		"other (our variant)", "slow (baseline)", "3.20x faster  met: at least 3x faster\n", "missed: at most 5 ns/op; met: at most 2 allocs/op\n", "not measured: at least as fast\n"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -152,7 +222,9 @@ func TestWriters(t *testing.T) {
 	if err := WriteMarkdown(&md, r, true); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## demo: a \\| demo", "| Fast | ours (ours) | 10.0 ns/op | 2 |  |", "![demo chart](demo.svg)", "quick mode"} {
+	for _, want := range []string{"## demo: a \\| demo", "| Fast | ours (ours) | 10.0 ns/op | 2 |  | missed: at most 5 ns/op; met: at most 2 allocs/op |",
+		"|  | slow (baseline) | 32.0 ns/op | 0 | 3.20x faster | met: at least 3x faster |", "![demo chart](demo.svg)", "quick mode",
+		"Targets: 3 of 7 met, 2 missed, 2 not measured.\n\n- demo/Fast: missed: at most 5 ns/op (measured: 10.0 ns/op)\n"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
@@ -165,6 +237,9 @@ func TestWriters(t *testing.T) {
 	var back Report
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatal(err)
+	}
+	if tr := back.Suites[0].Cases[0].Targets[0]; tr.Kind != "ratio" || tr.Baseline != "slow" || tr.Value != 3 || tr.Status != TargetMet || tr.Measured != "3.20x faster" {
+		t.Errorf("JSON target = %+v", tr)
 	}
 	if len(back.Suites) != 1 || back.Suites[0].Cases[0].Impls[1].Ratio != 3.2 || back.Suites[0].Cases[0].Impls[1].RatioText != "3.20x faster" || !back.Quick {
 		t.Errorf("JSON round trip lost data: %s", js.String())
@@ -243,6 +318,22 @@ func TestRegisteredSuites(t *testing.T) {
 			for _, impl := range append([]Impl{c.Ours}, c.Baselines...) {
 				if impl.Name == "" || impl.Bench == nil {
 					t.Errorf("suite %s case %s: implementation %q without a name or body", s.Name, c.Name, impl.Name)
+				}
+			}
+			isBaseline := func(name string) bool {
+				return slices.ContainsFunc(c.Baselines, func(i Impl) bool { return i.Name == name })
+			}
+			for name := range c.Roles {
+				if !isBaseline(name) {
+					t.Errorf("suite %s case %s: Roles names %q, which is not a baseline", s.Name, c.Name, name)
+				}
+			}
+			for _, tg := range c.Targets {
+				if tg.Kind < TargetRatio || tg.Kind > TargetAllocsAtMost || (tg.Kind == TargetRatio) != (tg.Baseline != "") || tg.Kind == TargetRatio && tg.Value <= 0 {
+					t.Errorf("suite %s case %s: malformed target %+v", s.Name, c.Name, tg)
+				}
+				if tg.Kind == TargetRatio && !isBaseline(tg.Baseline) {
+					t.Errorf("suite %s case %s: target names %q, which is not a baseline", s.Name, c.Name, tg.Baseline)
 				}
 			}
 		}
