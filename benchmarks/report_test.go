@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -139,8 +140,8 @@ func TestTargets(t *testing.T) {
 == targets: 3 of 7 met, 2 missed, 2 not measured
   demo/Fast: missed: at most 5 ns/op (measured: 10.0 ns/op)
   demo/Throughput: missed: at least as good as other (measured: 0.50x worse)
-  demo/Fast: not measured: at least as fast as broken (measured: no ratio: a figure is missing)
-  demo/Skipped: not measured: at most 1 ns/op (measured: ours: failed or skipped)
+  demo/Fast: not measured: at least as fast as broken (no ratio: a figure is missing)
+  demo/Skipped: not measured: at most 1 ns/op (ours: failed or skipped)
 `
 	if sum.String() != wantSum {
 		t.Errorf("summary:\n%s\nwant:\n%s", sum.String(), wantSum)
@@ -249,14 +250,7 @@ func TestWriters(t *testing.T) {
 	if err := WriteSVG(&svg, res); err != nil {
 		t.Fatal(err)
 	}
-	dec := xml.NewDecoder(&svg)
-	for {
-		if _, err := dec.Token(); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("SVG is not well-formed XML: %v", err)
-		}
-	}
+	parseSVG(t, svg.Bytes())
 }
 
 func TestRegister(t *testing.T) {
@@ -355,6 +349,113 @@ func TestRegisteredSuites(t *testing.T) {
 					t.Errorf("lockfree/%s/%s: %s", c.Name, ir.Name, ir.Error)
 				}
 			}
+		}
+	}
+}
+
+// svgText is one <text> element of a chart.
+type svgText struct {
+	x, size     float64
+	bold        bool
+	class, text string
+}
+
+// parseSVG checks that the chart is well-formed XML and returns its width and texts.
+func parseSVG(t *testing.T, svg []byte) (float64, []svgText) {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(svg))
+	var width float64
+	var texts []svgText
+	var cur *svgText
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v\n%s", err, svg)
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			attr := map[string]string{}
+			for _, a := range el.Attr {
+				attr[a.Name.Local] = a.Value
+			}
+			switch el.Name.Local {
+			case "svg":
+				width, _ = strconv.ParseFloat(attr["width"], 64)
+			case "text":
+				cur = &svgText{size: 12, bold: attr["font-weight"] == "bold", class: attr["class"]}
+				cur.x, _ = strconv.ParseFloat(attr["x"], 64)
+				if fs, ok := attr["font-size"]; ok {
+					cur.size, _ = strconv.ParseFloat(fs, 64)
+				}
+			}
+		case xml.CharData:
+			if cur != nil {
+				cur.text += string(el)
+			}
+		case xml.EndElement:
+			if el.Name.Local == "text" && cur != nil {
+				texts = append(texts, *cur)
+				cur = nil
+			}
+		}
+	}
+	if width <= 0 || len(texts) == 0 {
+		t.Fatalf("SVG without a width or texts:\n%s", svg)
+	}
+	return width, texts
+}
+
+// TestSVG draws a suite with long names and figures in several magnitudes, and checks
+// that no text runs past the right edge and that every bar's unit is its case header's.
+func TestSVG(t *testing.T) {
+	long := strings.Repeat("a very long implementation name ", 3)
+	s := Suite{Name: "svg", Title: "a suite whose title is much longer than the default width of a chart used to allow for, with room to spare", Cases: func(Config) []Case {
+		return []Case{
+			{Name: "Mixed", Ours: Impl{"ours", noop}, Baselines: []Impl{{long, noop}, {"micro", noop}, {"broken", noop}},
+				Roles: map[string]Role{"micro": RoleVariant}, Targets: []Target{TimesBetter(long, 2), AtMost(1e6)}},
+			{Name: "Nanos", Ours: Impl{"ours", noop}, Baselines: []Impl{{"other", noop}}},
+			{Name: "Rate", Metric: "GB/s", HigherIsBetter: true, Ours: Impl{"ours", noop}, Baselines: []Impl{{"other", noop}}},
+		}
+	}}
+	ns := func(v float64) testing.BenchmarkResult { return testing.BenchmarkResult{N: 1, T: time.Duration(v)} }
+	res := RunSuite(s, RunOptions{Bench: fakeBench(
+		ns(900e3), ns(2.5e6), ns(12e3), testing.BenchmarkResult{}, // Mixed: µs and ms figures
+		ns(7), ns(9),
+		testing.BenchmarkResult{N: 1, T: time.Second, Extra: map[string]float64{"GB/s": 30}},
+		testing.BenchmarkResult{N: 1, T: time.Second, Extra: map[string]float64{"GB/s": 20}},
+	)})
+	var svg bytes.Buffer
+	if err := WriteSVG(&svg, res); err != nil {
+		t.Fatal(err)
+	}
+	width, texts := parseSVG(t, svg.Bytes())
+	headerUnit, figures := "", 0
+	for _, tx := range texts {
+		if right := tx.x + svgTextWidth(tx.text, tx.size, tx.bold); right > width {
+			t.Errorf("text %q ends at about %.0f px, past the width %.0f", tx.text, right, width)
+		}
+		switch tx.class {
+		case "case":
+			_, rest, _ := strings.Cut(tx.text, " (")
+			headerUnit, _, _ = strings.Cut(rest, ",")
+		case "figure":
+			figures++
+			fig, _, _ := strings.Cut(tx.text, ",")
+			if f := strings.Fields(fig); len(f) != 2 || f[1] != headerUnit {
+				t.Errorf("bar %q does not use its header's unit %q", tx.text, headerUnit)
+			}
+		}
+	}
+	if figures != 7 {
+		t.Errorf("%d bar figures, want 7", figures)
+	}
+	for _, want := range []string{"Mixed (ms/op, lower is better)", ">0.90 ms/op<", ">2.50 ms/op, ours 2.78x faster<", ">0.012 ms/op, ours 0.013x slower<",
+		"micro (our variant)", "Nanos (ns/op", "Rate (GB/s, higher is better)", "20.0 GB/s, ours 1.50x better",
+		`fill="#2b8a3e">target met: at least 2x faster than a very long`, `fill="#2b8a3e">target met: at most 1 ms/op (measured: 900 µs/op)`} {
+		if !strings.Contains(svg.String(), want) {
+			t.Errorf("chart lacks %q:\n%s", want, svg.String())
 		}
 	}
 }
