@@ -120,8 +120,10 @@ type Config struct {
 //	}
 //
 // Cases returns the inputs sized by cfg.Quick. The blitzbench command measures Ours and
-// then each baseline with testing.Benchmark, prints the comparison table and exits
-// non-zero if any body failed; TestRegisteredSuites checks every suite's shape.
+// then each baseline with testing.Benchmark, prints the comparison table with each
+// target's outcome, and exits non-zero if any body failed (a missed target does not);
+// TestRegisteredSuites checks every suite's shape, and that the names in Case.Roles and
+// in ratio targets are baselines of the case.
 type Suite struct {
 	Name  string // used with -suite NAME: "lockfree", "blitz", "blitz-par", "blitzio"
 	Title string
