@@ -16,7 +16,7 @@
 // body failed (2 for bad flags): a missed target is information, not a failure, since
 // figures on a shared or small machine swing. The flags are:
 //
-//	-list              list the suites and their cases, then exit
+//	-list              list the suites and their cases (with roles and targets), then exit
 //	-suite a,b         run only these suites (default: all)
 //	-run REGEXP        run only the cases whose name matches
 //	-quick             smaller inputs and a 200ms benchtime: the whole run in about a minute
@@ -53,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("blitzbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		list      = fs.Bool("list", false, "list the suites and their cases, then exit")
+		list      = fs.Bool("list", false, "list the suites and their cases (with roles and targets), then exit")
 		suiteArg  = fs.String("suite", "", "comma-separated suite `names` to run (default: all)")
 		runArg    = fs.String("run", "", "run only the cases whose name matches `regexp`")
 		quick     = fs.Bool("quick", false, "smaller inputs and benchtime 200ms: the whole run in about a minute")
