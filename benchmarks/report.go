@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -22,6 +23,9 @@ type ImplResult struct {
 	Name string `json:"name"`
 	// Ours is true for the case's own implementation, false for a baseline.
 	Ours bool `json:"ours"`
+	// Role is the row's label: "ours", or for the others "baseline", "our variant" or
+	// "reference" (see Case.Roles).
+	Role string `json:"role"`
 	// N is the number of iterations testing.Benchmark settled on.
 	N int `json:"n"`
 	// NsPerOp is the wall time per iteration, not rounded.
@@ -37,6 +41,9 @@ type ImplResult struct {
 	// ours is faster, or higher for HigherIsBetter metrics). Zero for ours or when either
 	// figure is missing.
 	Ratio float64 `json:"ratio,omitempty"`
+	// RatioText is Ratio as the tables print it: "2.10x faster", "0.81x slower" (or
+	// "better"/"worse" for HigherIsBetter metrics); empty where Ratio is zero.
+	RatioText string `json:"ratio_text,omitempty"`
 	// Samples holds the figure of every round when the command ran with -count > 1;
 	// Value is their median.
 	Samples []float64 `json:"samples,omitempty"`
@@ -51,6 +58,33 @@ type CaseResult struct {
 	HigherIsBetter bool         `json:"higher_is_better"`
 	Note           string       `json:"note,omitempty"`
 	Impls          []ImplResult `json:"impls"` // ours first, then the baselines in order
+	// Targets is the outcome of each of the case's Targets, in order.
+	Targets []TargetResult `json:"targets,omitempty"`
+}
+
+// TargetStatus is the outcome of a target.
+type TargetStatus string
+
+const (
+	TargetMet    TargetStatus = "met"
+	TargetMissed TargetStatus = "missed"
+	// TargetNotMeasured: a figure the target needs is missing (a body failed or skipped,
+	// or the target names a baseline the case does not have).
+	TargetNotMeasured TargetStatus = "not measured"
+)
+
+// TargetResult is one Target checked against the measured figures.
+type TargetResult struct {
+	Kind     string  `json:"kind"` // "ratio", "at_most", "at_least" or "allocs_at_most"
+	Value    float64 `json:"value"`
+	Baseline string  `json:"baseline,omitempty"` // for "ratio"
+	// Text is the target for people: "at least 3x faster than mutex+slice", "at most
+	// 20 ns/op", "at least as fast as goroutines".
+	Text   string       `json:"text"`
+	Status TargetStatus `json:"status"`
+	// Measured is the figure compared, as the table prints it ("1.36x faster", "19.4
+	// ns/op", "0 allocs/op"), or why there is none.
+	Measured string `json:"measured"`
 }
 
 // SuiteResult is every case of one suite.
@@ -168,15 +202,134 @@ func RunSuite(s Suite, opt RunOptions) SuiteResult {
 		for j, rs := range rounds {
 			ir := median(rs)
 			ir.Ours = j == 0
+			ir.Role = "ours"
+			if j > 0 {
+				ir.Role = c.Roles[ir.Name].String()
+			}
 			cr.Impls = append(cr.Impls, ir)
 		}
 		ours := cr.Impls[0]
 		for j := 1; j < len(cr.Impls); j++ {
 			cr.Impls[j].Ratio = ratio(ours, cr.Impls[j], c.HigherIsBetter)
+			if cr.Impls[j].Ratio > 0 {
+				cr.Impls[j].RatioText = FormatRatio(cr.Impls[j].Ratio, c.HigherIsBetter)
+			}
+		}
+		for _, t := range c.Targets {
+			cr.Targets = append(cr.Targets, evalTarget(t, cr))
 		}
 		out.Cases = append(out.Cases, cr)
 	}
 	return out
+}
+
+// String names the kind in the JSON report.
+func (k TargetKind) String() string {
+	switch k {
+	case TargetRatio:
+		return "ratio"
+	case TargetAtMost:
+		return "at_most"
+	case TargetAtLeast:
+		return "at_least"
+	case TargetAllocsAtMost:
+		return "allocs_at_most"
+	}
+	return fmt.Sprintf("TargetKind(%d)", int(k))
+}
+
+// targetText describes t for people. short leaves out the baseline's name, for the
+// table cell printed on that baseline's own row.
+func targetText(t Target, unit string, higherIsBetter, short bool) string {
+	switch t.Kind {
+	case TargetRatio:
+		better, good := "faster", "fast"
+		if higherIsBetter {
+			better, good = "better", "good"
+		}
+		than, of := " than "+t.Baseline, t.Baseline+"'s "
+		if short {
+			than, of = "", "its "
+		}
+		switch {
+		case t.Value == 1 && short:
+			return "at least as " + good
+		case t.Value == 1:
+			return "at least as " + good + " as " + t.Baseline
+		case t.Value > 1:
+			return fmt.Sprintf("at least %sx %s%s", formatBound(t.Value), better, than)
+		case higherIsBetter:
+			return fmt.Sprintf("at least %sx %s%s", formatBound(t.Value), of, unit)
+		default:
+			// Ours may be slower by up to 1/Value: say so in the baseline's terms.
+			return fmt.Sprintf("at most %sx %s%s", formatBound(1/t.Value), of, unit)
+		}
+	case TargetAtMost, TargetAtLeast:
+		div, u := displayScale(t.Value, unit)
+		word := "at most "
+		if t.Kind == TargetAtLeast {
+			word = "at least "
+		}
+		return word + formatBound(t.Value/div) + " " + u
+	case TargetAllocsAtMost:
+		return "at most " + formatBound(t.Value) + " allocs/op"
+	}
+	return t.Kind.String()
+}
+
+// TargetText describes a case's target for people, as the tables print it: "at least
+// 3x faster than mutex+slice", "at most 20 ns/op".
+func TargetText(t Target, c Case) string {
+	unit := c.Metric
+	if unit == "" {
+		unit = "ns/op"
+	}
+	return targetText(t, unit, c.HigherIsBetter, false)
+}
+
+// formatBound prints a target's number as written in the issues: 3, 1.8, 320, 0.25.
+func formatBound(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+// evalTarget checks t against the measured case.
+func evalTarget(t Target, c CaseResult) TargetResult {
+	tr := TargetResult{Kind: t.Kind.String(), Value: t.Value, Baseline: t.Baseline,
+		Text: targetText(t, c.Unit, c.HigherIsBetter, false), Status: TargetNotMeasured}
+	ours := c.Impls[0]
+	var got float64
+	switch t.Kind {
+	case TargetRatio:
+		i := slices.IndexFunc(c.Impls[1:], func(ir ImplResult) bool { return ir.Name == t.Baseline })
+		switch {
+		case i < 0:
+			tr.Measured = fmt.Sprintf("no baseline named %q", t.Baseline)
+			return tr
+		case c.Impls[1+i].Ratio <= 0:
+			tr.Measured = "no ratio: a figure is missing"
+			return tr
+		}
+		got, tr.Measured = c.Impls[1+i].Ratio, c.Impls[1+i].RatioText
+	case TargetAtMost, TargetAtLeast, TargetAllocsAtMost:
+		if ours.Error != "" {
+			tr.Measured = "ours: " + ours.Error
+			return tr
+		}
+		got, tr.Measured = ours.Value, formatFigure(ours.Value, c.Unit)
+		if t.Kind == TargetAllocsAtMost {
+			got, tr.Measured = float64(ours.AllocsPerOp), fmt.Sprintf("%d allocs/op", ours.AllocsPerOp)
+		}
+	default:
+		tr.Measured = "unknown target kind"
+		return tr
+	}
+	met := got >= t.Value
+	if t.Kind == TargetAtMost || t.Kind == TargetAllocsAtMost {
+		met = got <= t.Value
+	}
+	tr.Status = TargetMissed
+	if met {
+		tr.Status = TargetMet
+	}
+	return tr
 }
 
 // median returns the round with the median figure, with every round's figure in
@@ -244,24 +397,31 @@ func ratio(ours, base ImplResult, higherIsBetter bool) float64 {
 	return base.Value / ours.Value
 }
 
-// FormatRatio renders a Ratio for people: "3.20x faster" when ours is better, "0.76x
-// (slower)" when it is worse, "-" when undefined. For HigherIsBetter metrics "faster"
-// reads as "better".
+// FormatRatio renders a Ratio for people, in one shape whichever way it goes: "3.20x
+// faster" when ours is better, "0.76x slower" when it is worse (the baseline's time is
+// 0.76 of ours), "-" when undefined. For HigherIsBetter metrics the words are "better"
+// and "worse".
 func FormatRatio(r float64, higherIsBetter bool) string {
 	if r <= 0 || math.IsNaN(r) || math.IsInf(r, 0) {
 		return "-"
 	}
-	better, worse := "faster", "(slower)"
+	better, worse := "faster", "slower"
 	if higherIsBetter {
-		better, worse = "better", "(worse)"
+		better, worse = "better", "worse"
 	}
-	if r >= 1 {
-		return fmt.Sprintf("%.2fx %s", r, better)
+	word := better
+	if r < 1 {
+		word = worse
 	}
+	return formatTimes(r) + " " + word
+}
+
+// formatTimes prints a ratio as "3.20x", with two significant digits below 0.1.
+func formatTimes(r float64) string {
 	if r < 0.1 {
-		return fmt.Sprintf("%.2gx %s", r, worse)
+		return fmt.Sprintf("%.2gx", r)
 	}
-	return fmt.Sprintf("%.2fx %s", r, worse)
+	return fmt.Sprintf("%.2fx", r)
 }
 
 // formatValue prints a figure with about three significant digits and a fixed number
@@ -302,12 +462,28 @@ func formatFigure(v float64, unit string) string {
 	return formatValue(v/div) + " " + u
 }
 
-// tableRows flattens a suite into the rows both table formats print.
+// tableRows flattens a suite into the rows both table formats print. A target is shown
+// on the row it concerns: a ratio target beside its baseline, the others beside ours.
 func tableRows(s SuiteResult) [][]string {
 	var rows [][]string
 	for _, c := range s.Cases {
+		cells := make([][]string, len(c.Impls))
+		for _, tr := range c.Targets {
+			row := 0
+			if tr.Kind == TargetRatio.String() {
+				row = max(0, 1+slices.IndexFunc(c.Impls[1:], func(ir ImplResult) bool { return ir.Name == tr.Baseline }))
+			}
+			text := tr.Text
+			if row > 0 {
+				text = targetText(Target{Kind: TargetRatio, Value: tr.Value, Baseline: tr.Baseline}, c.Unit, c.HigherIsBetter, true)
+			}
+			cells[row] = append(cells[row], string(tr.Status)+": "+text)
+		}
 		for j, ir := range c.Impls {
-			name, role, ratioText := "", "baseline", FormatRatio(ir.Ratio, c.HigherIsBetter)
+			name, role, ratioText := "", ir.Role, FormatRatio(ir.Ratio, c.HigherIsBetter)
+			if role == "" { // a report from before roles
+				role = "baseline"
+			}
 			if j == 0 {
 				name, role, ratioText = c.Name, "ours", ""
 			}
@@ -321,13 +497,82 @@ func tableRows(s SuiteResult) [][]string {
 				}
 				allocs = fmt.Sprint(ir.AllocsPerOp)
 			}
-			rows = append(rows, []string{name, ir.Name + " (" + role + ")", fig, allocs, ratioText})
+			rows = append(rows, []string{name, ir.Name + " (" + role + ")", fig, allocs, ratioText, strings.Join(cells[j], "; ")})
 		}
 	}
 	return rows
 }
 
-var tableHeader = []string{"case", "implementation", "figure", "allocs/op", "ours vs this"}
+var tableHeader = []string{"case", "implementation", "figure", "allocs/op", "ours vs this", "target"}
+
+// describe is the target with the figure it was checked against, or with why it could
+// not be checked: "at most 20 ns/op (measured: 7.16 ns/op)".
+func (tr TargetResult) describe() string {
+	if tr.Status == TargetNotMeasured {
+		return fmt.Sprintf("%s (%s)", tr.Text, tr.Measured)
+	}
+	return fmt.Sprintf("%s (measured: %s)", tr.Text, tr.Measured)
+}
+
+// TargetTally counts the targets of some suites and lists the ones not met.
+type TargetTally struct {
+	Met, Missed, NotMeasured int
+	// Lines holds one line per target missed or not measured, missed ones first:
+	// "lockfree/DequePushPop: missed: at most 5 ns/op (measured: 19.4 ns/op)".
+	Lines []string
+}
+
+// Tally counts the targets of suites.
+func Tally(suites []SuiteResult) TargetTally {
+	var t TargetTally
+	var notMeasured []string
+	for _, s := range suites {
+		for _, c := range s.Cases {
+			for _, tr := range c.Targets {
+				line := fmt.Sprintf("%s/%s: %s: %s", s.Name, c.Name, tr.Status, tr.describe())
+				switch tr.Status {
+				case TargetMet:
+					t.Met++
+				case TargetMissed:
+					t.Missed++
+					t.Lines = append(t.Lines, line)
+				default:
+					t.NotMeasured++
+					notMeasured = append(notMeasured, line)
+				}
+			}
+		}
+	}
+	t.Lines = append(t.Lines, notMeasured...)
+	return t
+}
+
+// String is the one-line count: "targets: 19 of 24 met, 3 missed, 2 not measured".
+func (t TargetTally) String() string {
+	total := t.Met + t.Missed + t.NotMeasured
+	if total == 0 {
+		return "targets: none in the cases run"
+	}
+	out := fmt.Sprintf("targets: %d of %d met, %d missed", t.Met, total, t.Missed)
+	if t.NotMeasured > 0 {
+		out += fmt.Sprintf(", %d not measured", t.NotMeasured)
+	}
+	return out
+}
+
+// WriteTargetSummary prints the end-of-run summary: how many targets were met, then
+// each one missed or not measured. Missed targets are information; they do not make
+// blitzbench fail.
+func WriteTargetSummary(w io.Writer, suites []SuiteResult) error {
+	t := Tally(suites)
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n== %s\n", t)
+	for _, l := range t.Lines {
+		fmt.Fprintf(&sb, "  %s\n", l)
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
 
 // WriteTable prints a suite's comparison table for a terminal: per case, our figure and
 // each baseline's, with allocs/op and how many times faster (or slower) ours is.
@@ -335,13 +580,18 @@ func WriteTable(w io.Writer, s SuiteResult) error {
 	if _, err := fmt.Fprintf(w, "\n== %s: %s\n", s.Name, s.Title); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(tableHeader, "\t"))
 	for _, row := range tableRows(s) {
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	tw.Flush()
+	for line := range strings.Lines(table.String()) {
+		// Rows with empty last cells end in padding.
+		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+"\n"); err != nil {
+			return err
+		}
 	}
 	for _, c := range s.Cases {
 		if c.Note != "" {
@@ -369,7 +619,16 @@ func WriteMarkdown(w io.Writer, r *Report, charts bool) error {
 	if r.Quick {
 		sb.WriteString(", quick mode")
 	}
-	sb.WriteString(".\n\nRatios compare ours with each baseline measured in the same process: \"3.00x faster\" means the baseline's figure is three times ours.\n")
+	sb.WriteString(".\n\nRatios compare ours with each baseline measured in the same process: \"3.00x faster\" means the baseline's figure is three times ours, \"0.50x slower\" that it is half of ours (\"better\"/\"worse\" where higher is better).\n")
+	sb.WriteString("A target is shown beside the row it concerns; missed targets are information, not failures.\n")
+	tally := Tally(r.Suites)
+	fmt.Fprintf(&sb, "\n%s%s.\n", strings.ToUpper(tally.String()[:1]), tally.String()[1:])
+	if len(tally.Lines) > 0 {
+		sb.WriteString("\n")
+		for _, l := range tally.Lines {
+			fmt.Fprintf(&sb, "- %s\n", mdEscape(l))
+		}
+	}
 	for _, s := range r.Suites {
 		fmt.Fprintf(&sb, "\n## %s: %s\n\n", s.Name, mdEscape(s.Title))
 		fmt.Fprintf(&sb, "| %s |\n|%s\n", strings.Join(tableHeader, " | "), strings.Repeat("---|", len(tableHeader)))

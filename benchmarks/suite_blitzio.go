@@ -305,7 +305,7 @@ func blitzioCases(cfg Config) []Case {
 	return []Case{
 		{
 			Name: "SpawnManyLocal",
-			Note: "10,000 spawns from inside a task, await all; target: at least as fast as goroutines (Tokio 5.2-6.5 ms)",
+			Note: "10,000 spawns from inside a task, await all (Tokio 5.2-6.5 ms)",
 			Ours: Impl{"blitzio", func(b *testing.B) {
 				rt := bioRuntime(b)
 				hs := make([]blitzio.JoinHandle[struct{}], 0, bioSpawnMany)
@@ -325,10 +325,11 @@ func blitzioCases(cfg Config) []Case {
 					<-done
 				}
 			}}},
+			Targets: []Target{TimesBetter("goroutines", 1)},
 		},
 		{
 			Name: "SpawnManyRemote",
-			Note: "10,000 spawns from outside the runtime, await all; target: at least as fast as goroutines",
+			Note: "10,000 spawns from outside the runtime, await all",
 			Ours: Impl{"blitzio", func(b *testing.B) {
 				rt := bioRuntime(b)
 				hs := make([]blitzio.JoinHandle[struct{}], 0, bioSpawnMany)
@@ -349,10 +350,11 @@ func blitzioCases(cfg Config) []Case {
 					bioGoSpawnMany(bioSpawnMany)
 				}
 			}}},
+			Targets: []Target{TimesBetter("goroutines", 1)},
 		},
 		{
 			Name: "YieldMany",
-			Note: "200 tasks x 1,000 yields; target: >= 3x faster than goroutines with runtime.Gosched (Tokio 8.4 ms)",
+			Note: "200 tasks x 1,000 yields (Tokio 8.4 ms)",
 			Ours: Impl{"blitzio", func(b *testing.B) {
 				rt := bioRuntime(b)
 				var rem atomic.Int64
@@ -385,10 +387,11 @@ func blitzioCases(cfg Config) []Case {
 					wg.Wait()
 				}
 			}}},
+			Targets: []Target{TimesBetter("goroutines+Gosched", 3)},
 		},
 		{
 			Name: "PingPong",
-			Note: "1,000 task pairs, one round trip each through one-shot wakes; target: at least as fast as goroutines (Tokio 1.1 ms)",
+			Note: "1,000 task pairs, one round trip each through one-shot wakes (Tokio 1.1 ms)",
 			Ours: Impl{"blitzio", func(b *testing.B) {
 				rt := bioRuntime(b)
 				var rem atomic.Int64
@@ -424,10 +427,11 @@ func blitzioCases(cfg Config) []Case {
 					<-done
 				}
 			}}},
+			Targets: []Target{TimesBetter("goroutines+chan", 1)},
 		},
 		{
 			Name: "ChainedSpawn",
-			Note: "a chain of 1,000 spawns; target: at least as fast as goroutines (Tokio 0.25 ms)",
+			Note: "a chain of 1,000 spawns (Tokio 0.25 ms)",
 			Ours: Impl{"blitzio", func(b *testing.B) {
 				rt := bioRuntime(b)
 				b.ReportAllocs()
@@ -455,10 +459,11 @@ func blitzioCases(cfg Config) []Case {
 					<-done
 				}
 			}}},
+			Targets: []Target{TimesBetter("goroutines", 1)},
 		},
 		{
 			Name: "SleepStartDrop",
-			Note: "start a sleep (timer registered) and drop it (timer removed); target >= 3x faster than time.AfterFunc+Stop",
+			Note: "start a sleep (timer registered) and drop it (timer removed)",
 			Ours: Impl{"blitzio.Sleep", func(b *testing.B) {
 				rt := bioRuntime(b)
 				cx := blitzio.NewContext(rt, blitzio.Waker{})
@@ -476,6 +481,7 @@ func blitzioCases(cfg Config) []Case {
 					time.AfterFunc(time.Minute, f).Stop()
 				}
 			}}},
+			Targets: []Target{TimesBetter("time.AfterFunc+Stop", 3)},
 		},
 		{
 			Name:   "SleepStartDropMillion",
@@ -538,7 +544,7 @@ func blitzioCases(cfg Config) []Case {
 		{
 			Name:   "IdleRuntimeCPU",
 			Metric: "%core",
-			Note:   "process CPU over a window with an idle runtime (GOMAXPROCS workers parked), percent of one core; target <= 2%",
+			Note:   "process CPU over a window with an idle runtime (GOMAXPROCS workers parked), percent of one core",
 			Ours: Impl{"blitzio idle", func(b *testing.B) {
 				var pct float64
 				for b.Loop() {
@@ -559,13 +565,14 @@ func blitzioCases(cfg Config) []Case {
 				}
 				b.ReportMetric(pct, "%core")
 			}}},
+			Targets: []Target{AtMost(2)},
 		},
 		{
 			// Last: a million tasks leave the heap large, which disturbed the timing
 			// cases that used to follow it (see bioReleaseMemory).
 			Name:   "SleepingTaskMemory",
 			Metric: "bytes/task",
-			Note:   "tasks each waiting on a 60 s Sleep, heap+stack in use per task; target <= 320 B (goroutines ~2,730 B, Tokio ~450 B)",
+			Note:   "tasks each waiting on a 60 s Sleep, heap+stack in use per task (goroutines ~2,730 B, Tokio ~450 B)",
 			Ours: Impl{"blitzio", func(b *testing.B) {
 				var per float64
 				for b.Loop() {
@@ -580,6 +587,7 @@ func blitzioCases(cfg Config) []Case {
 				}
 				b.ReportMetric(per, "bytes/task")
 			}}},
+			Targets: []Target{AtMost(320)},
 		},
 	}
 }

@@ -136,7 +136,7 @@ func bparCases(cfg Config) []Case {
 			slices.Reverse(reverse)
 		})
 	}
-	sumCase := func(name string, size int, metric string, note string) Case {
+	sumCase := func(name string, size int, metric string, note string, target Target) Case {
 		in := func() []int64 { setup(); return sumIn[:size] }
 		report := func(b *testing.B) {
 			if metric != "" {
@@ -144,7 +144,7 @@ func bparCases(cfg Config) []Case {
 			}
 		}
 		c := Case{
-			Name: name, Note: note, Metric: metric, HigherIsBetter: metric != "",
+			Name: name, Note: note, Metric: metric, HigherIsBetter: metric != "", Targets: []Target{target},
 			Ours: Impl{"blitz.Sum", func(b *testing.B) {
 				s := in()
 				b.ReportAllocs()
@@ -181,6 +181,7 @@ func bparCases(cfg Config) []Case {
 			},
 		}
 		if metric != "" {
+			c.Roles = map[string]Role{"copy (bandwidth)": RoleReference}
 			c.Baselines = append(c.Baselines, Impl{"copy (bandwidth)", func(b *testing.B) {
 				s := in()
 				dst := make([]int64, len(s))
@@ -194,9 +195,11 @@ func bparCases(cfg Config) []Case {
 		}
 		return c
 	}
-	sortCase := func(name, note string, in func() []uint64, ours func([]uint64), base []Impl) Case {
-		return Case{Name: name, Note: note, Ours: bparSortImpl("blitz", in, ours), Baselines: base}
+	sortCase := func(name, note string, targets []Target, in func() []uint64, ours func([]uint64), base []Impl) Case {
+		return Case{Name: name, Note: note, Targets: targets, Ours: bparSortImpl("blitz", in, ours), Baselines: base}
 	}
+	// "At most 0.2x of Sort/random" compares two cases, which a Target cannot express.
+	const presorted = "target: at most 0.2x the time of Sort/random's blitz row (compares two cases: not checked)"
 	rnd := func() []uint64 { setup(); return random }
 	srt := func() []uint64 { setup(); return sorted }
 	rev := func() []uint64 { setup(); return reverse }
@@ -211,26 +214,27 @@ func bparCases(cfg Config) []Case {
 		return s
 	}
 	score := func(r bparRec) float64 { return r.score }
+	const seqMinByKey, seqMap = "sequential MinByKey(s, key)", "sequential Map(s, f)"
 
 	cases := []Case{
-		sumCase("Sum/100M", big, "GB/s", "target >= 25 GB/s (Rayon 2 threads: ~28 GB/s); copy = the machine's bandwidth"),
-		sumCase("Sum/1000", 1000, "", "target <= 1.2x the plain loop (small inputs never touch the pool)"),
-		sortCase("Sort/random", "target >= 5x slices.Sort (Rayon par_sort_unstable ~150 ms for 10M)", rnd,
+		sumCase("Sum/100M", big, "GB/s", "Rayon 2 threads: ~28 GB/s; copy = the machine's bandwidth", AtLeast(25)),
+		sumCase("Sum/1000", 1000, "", "small inputs never touch the pool", TimesBetter("loop", 1/1.2)),
+		sortCase("Sort/random", "Rayon par_sort_unstable ~150 ms for 10M", []Target{TimesBetter("slices.Sort", 5)}, rnd,
 			func(w []uint64) { blitz.Sort(w) }, []Impl{bparSortImpl("slices.Sort", rnd, slices.Sort[[]uint64])}),
-		sortCase("Sort/sorted", "target <= 0.2x of Sort/random", srt,
+		sortCase("Sort/sorted", presorted, nil, srt,
 			func(w []uint64) { blitz.Sort(w) }, []Impl{bparSortImpl("slices.Sort", srt, slices.Sort[[]uint64])}),
-		sortCase("Sort/reversed", "target <= 0.2x of Sort/random", rev,
+		sortCase("Sort/reversed", presorted, nil, rev,
 			func(w []uint64) { blitz.Sort(w) }, []Impl{bparSortImpl("slices.Sort", rev, slices.Sort[[]uint64])}),
-		sortCase("Sort/equal", "target <= 0.2x of Sort/random", eq,
+		sortCase("Sort/equal", presorted, nil, eq,
 			func(w []uint64) { blitz.Sort(w) }, []Impl{bparSortImpl("slices.Sort", eq, slices.Sort[[]uint64])}),
-		sortCase("SortFunc/random", "target >= 1.7x slices.SortFunc", rnd,
+		sortCase("SortFunc/random", "", []Target{TimesBetter("slices.SortFunc", 1.7)}, rnd,
 			func(w []uint64) { blitz.SortFunc(w, cmpU) },
 			[]Impl{bparSortImpl("slices.SortFunc", rnd, func(w []uint64) { slices.SortFunc(w, cmpU) })}),
-		sortCase("SortStableFunc/random", "target >= 4x slices.SortStableFunc (Rayon par_sort ~400 ms)", rnd,
+		sortCase("SortStableFunc/random", "Rayon par_sort ~400 ms", []Target{TimesBetter("slices.SortStableFunc", 4)}, rnd,
 			func(w []uint64) { blitz.SortStableFunc(w, cmpU) },
 			[]Impl{bparSortImpl("slices.SortStableFunc", rnd, func(w []uint64) { slices.SortStableFunc(w, cmpU) })}),
 		{
-			Name: "FindFirst/at0", Note: "match at index 0 of 10M; target <= 10 us (Rayon ~15-20 us)",
+			Name: "FindFirst/at0", Note: "match at index 0 of 10M (Rayon ~15-20 us)", Targets: []Target{AtMost(10_000)},
 			Ours: Impl{"blitz.FindFirst", func(b *testing.B) {
 				s := make([]int64, n)
 				s[0] = 1
@@ -250,7 +254,7 @@ func bparCases(cfg Config) []Case {
 			}}},
 		},
 		{
-			Name: "Any/early", Note: "match at index 10 of 10M; target <= 10 us",
+			Name: "Any/early", Note: "match at index 10 of 10M", Targets: []Target{AtMost(10_000)},
 			Ours: Impl{"blitz.Any", func(b *testing.B) {
 				s := make([]int64, n)
 				s[10] = 1
@@ -269,7 +273,9 @@ func bparCases(cfg Config) []Case {
 			}}},
 		},
 		{
-			Name: "MinByKey", Note: "10M records; target >= 1.7x sequential (loop: key inlined; sequential MinByKey: key as a value)",
+			Name: "MinByKey", Note: "10M records; loop: key inlined; sequential MinByKey: key as a value, as a library receives it",
+			Targets: []Target{TimesBetter(seqMinByKey, 1.7)},
+			Roles:   map[string]Role{seqMinByKey: RoleVariant},
 			Ours: Impl{"blitz.MinByKey", func(b *testing.B) {
 				s := recs()
 				b.ReportAllocs()
@@ -292,7 +298,7 @@ func bparCases(cfg Config) []Case {
 						runtime.KeepAlive(best)
 					}
 				}},
-				{"sequential MinByKey(s, key)", func(b *testing.B) {
+				{seqMinByKey, func(b *testing.B) {
 					s := recs()
 					b.ReportAllocs()
 					for b.Loop() {
@@ -309,7 +315,9 @@ func bparCases(cfg Config) []Case {
 			},
 		},
 		{
-			Name: "Map", Note: "10M uint64 -> float64 into a new slice; target >= 1.7x sequential (loop: f inlined; sequential Map: f as a value)",
+			Name: "Map", Note: "10M uint64 -> float64 into a new slice; loop: f inlined; sequential Map: f as a value, as a library receives it",
+			Targets: []Target{TimesBetter(seqMap, 1.7)},
+			Roles:   map[string]Role{seqMap: RoleVariant},
 			Ours: Impl{"blitz.Map", func(b *testing.B) {
 				s := rnd()
 				b.ReportAllocs()
@@ -329,7 +337,7 @@ func bparCases(cfg Config) []Case {
 						runtime.KeepAlive(out)
 					}
 				}},
-				{"sequential Map(s, f)", func(b *testing.B) {
+				{seqMap, func(b *testing.B) {
 					s := rnd()
 					b.ReportAllocs()
 					for b.Loop() {
@@ -373,7 +381,7 @@ func bparCases(cfg Config) []Case {
 			}}},
 		},
 		{
-			Name: "Filter", Note: "10M uint64, 50% kept, order preserved; target >= 1.7x sequential",
+			Name: "Filter", Note: "10M uint64, 50% kept, order preserved", Targets: []Target{TimesBetter("loop", 1.7)},
 			Ours: Impl{"blitz.Filter", func(b *testing.B) {
 				s := rnd()
 				b.ReportAllocs()

@@ -8,9 +8,15 @@
 //
 //	go run ./benchmarks/cmd/blitzbench [flags]
 //
-// Progress lines go to stderr; the comparison tables go to stdout. The flags are:
+// Progress lines go to stderr; the comparison tables go to stdout. Each row is labelled
+// ours, baseline (outside code), our variant (another implementation of ours) or
+// reference (a figure such as the machine's copy bandwidth). A case's targets print "met"
+// or "missed" beside the row they concern, and the run ends with the count of targets met
+// and the list of those missed or not measured. The exit status is 1 only if a benchmark
+// body failed (2 for bad flags): a missed target is information, not a failure, since
+// figures on a shared or small machine swing. The flags are:
 //
-//	-list              list the suites and their cases, then exit
+//	-list              list the suites and their cases (with roles and targets), then exit
 //	-suite a,b         run only these suites (default: all)
 //	-run REGEXP        run only the cases whose name matches
 //	-quick             smaller inputs and a 200ms benchtime: the whole run in about a minute
@@ -47,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("blitzbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		list      = fs.Bool("list", false, "list the suites and their cases, then exit")
+		list      = fs.Bool("list", false, "list the suites and their cases (with roles and targets), then exit")
 		suiteArg  = fs.String("suite", "", "comma-separated suite `names` to run (default: all)")
 		runArg    = fs.String("run", "", "run only the cases whose name matches `regexp`")
 		quick     = fs.Bool("quick", false, "smaller inputs and benchtime 200ms: the whole run in about a minute")
@@ -101,9 +107,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 				}
 				names := []string{c.Ours.Name + " (ours)"}
 				for _, b := range c.Baselines {
-					names = append(names, b.Name)
+					if r := c.Roles[b.Name]; r != benchmarks.RoleBaseline {
+						names = append(names, b.Name+" ("+r.String()+")")
+					} else {
+						names = append(names, b.Name)
+					}
 				}
 				fmt.Fprintf(stdout, "  %-32s %s\n", c.Name, strings.Join(names, ", "))
+				for _, t := range c.Targets {
+					fmt.Fprintf(stdout, "  %-32s target: %s\n", "", benchmarks.TargetText(t, c))
+				}
 			}
 		}
 		return 0
@@ -165,6 +178,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "blitzbench:", err)
 			return 1
 		}
+	}
+
+	// Missed targets are listed, not failed: the exit status only reports broken bodies.
+	if err := benchmarks.WriteTargetSummary(tablesTo, report.Suites); err != nil {
+		fmt.Fprintln(stderr, "blitzbench:", err)
+		return 1
 	}
 
 	if *jsonPath != "" {

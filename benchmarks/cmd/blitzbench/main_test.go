@@ -75,3 +75,17 @@ func TestRunJSONAndOut(t *testing.T) {
 		}
 	}
 }
+
+// TestMissedTargetsDoNotFail runs DequePushPop, whose 5 ns target no Go deque meets
+// (the note says why), and checks that the run lists it as missed and still exits 0.
+func TestMissedTargetsDoNotFail(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-suite", "lockfree", "-run", "^DequePushPop$", "-benchtime", "5ms"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d with a missed target: %s", code, errOut.String())
+	}
+	for _, want := range []string{"ours vs this  target", "missed: at most 5 ns/op", "\n== targets: ", " missed", "  lockfree/DequePushPop: missed: at most 5 ns/op (measured: "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
