@@ -478,8 +478,14 @@ func TestCloseOtherRuntimeFromBlockingJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	var bDone atomic.Bool
-	bJob := SpawnBlocking(b, func() int { time.Sleep(10 * time.Millisecond); bDone.Store(true); return 0 })
-	_ = bJob
+	started := make(chan struct{})
+	SpawnBlocking(b, func() int {
+		close(started)
+		time.Sleep(10 * time.Millisecond)
+		bDone.Store(true)
+		return 0
+	}).Detach()
+	<-started // a job still queued at Close is cancelled, not waited for
 	h := SpawnBlocking(a, func() bool { return b.Close() == nil && bDone.Load() })
 	watchdog(t, 10*time.Second, "Close of another runtime from a blocking job", func() {
 		if ok, err := h.Wait(); !ok || err != nil {
@@ -631,4 +637,51 @@ func TestSpinModelsMatchJoinProtocol(t *testing.T) {
 	}
 	checkSpinDefines(t, []string{"spin/taskstate.pml", "spin/taskstate.broken.pml",
 		"spin/taskjoin.pml", "spin/taskjoin.broken.pml"}, want)
+}
+
+// TestJoinHandleWaitersRaceCompletion: many waiters (more than the list's index
+// threshold) register while the task completes on its own, at random moments.
+func TestJoinHandleWaitersRaceCompletion(t *testing.T) {
+	rt := newRT(t, Config{Workers: 2})
+	rounds := 100
+	if raceEnabled {
+		rounds = 30
+	}
+	for round := 0; round < rounds; round++ {
+		yields := rand.IntN(50)
+		h := Spawn(rt, PollFn(func(cx *Context) (int, bool) {
+			if yields == 0 {
+				return round, true
+			}
+			yields--
+			cx.Yield()
+			return 0, false
+		}))
+		n := 1 + rand.IntN(40)
+		var wg sync.WaitGroup
+		var seen atomic.Int64
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			if i%2 == 0 {
+				go func() {
+					defer wg.Done()
+					if v, err := h.Wait(); v == round && err == nil {
+						seen.Add(1)
+					}
+				}()
+				continue
+			}
+			aw := Spawn(rt, h)
+			go func() {
+				defer wg.Done()
+				if r, err := aw.Wait(); err == nil && r.Value == round && r.Err == nil {
+					seen.Add(1)
+				}
+			}()
+		}
+		watchdog(t, 10*time.Second, fmt.Sprintf("round %d: %d waiters racing the completion", round, n), wg.Wait)
+		if seen.Load() != int64(n) {
+			t.Fatalf("round %d: %d of %d waiters saw the result", round, seen.Load(), n)
+		}
+	}
 }

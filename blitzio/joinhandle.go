@@ -30,7 +30,7 @@ func (h JoinHandle[T]) Poll(cx *Context) (Result[T], bool) {
 	if life(cur) == stComplete {
 		return h.result(), true
 	}
-	if c.registerJoinWaker(cur, cx.Waker(), cx) {
+	if c.registerJoinWaker(cur, cx.Waker()) {
 		return Result[T]{}, false
 	}
 	return h.result(), true
@@ -43,7 +43,7 @@ func (h JoinHandle[T]) Poll(cx *Context) (Result[T], bool) {
 // publish the waker and release the lock together. A second distinct waker turns the
 // slot into a *joinWaiters list (once per task); from then on a poll is a mutex-guarded
 // append to the list and touches the state only to load it.
-func (h *header) registerJoinWaker(cur uint64, w Waker, cx *Context) bool {
+func (h *header) registerJoinWaker(cur uint64, w Waker) bool {
 	if cur&flagJoinMulti != 0 {
 		// joinWaker never changes once JOIN_MULTI is set, and we loaded that bit with
 		// acquire ordering after the publishing CAS, so reading it without the lock is
@@ -82,8 +82,10 @@ func (h *header) registerJoinWaker(cur uint64, w Waker, cx *Context) bool {
 	h.joinWaker = Waker{t: jw}
 	if !h.state.publishJoinWaker(flagJoinMulti) {
 		// The task completed while JOIN_WAKER was clear, so its completer woke nobody:
-		// wake the first waiter ourselves (we report ready to the second).
-		old.WakeFrom(cx)
+		// wake the first waiter ourselves (we report ready to the second). Plain Wake,
+		// not WakeFrom(cx): passing cx on would make every poller's Context escape to
+		// the heap (Wait's included), for a path this rare.
+		old.Wake()
 		return false
 	}
 	return true

@@ -523,19 +523,23 @@ func onRuntimeGoroutine() goroutineKind {
 		pcs = make([]uintptr, 4*len(pcs))
 		n = runtime.Callers(2, pcs)
 	}
-	frames := runtime.CallersFrames(pcs[max(0, n-4):n])
-	for {
-		f, more := frames.Next()
-		switch f.Function {
+	for _, pc := range pcs[max(0, n-4):n] {
+		// pc-1: a return address may be the first byte of the next function. FuncForPC
+		// names the innermost function at pc, so this works whether or not the entry
+		// function was inlined into the go statement's wrapper (and, unlike
+		// CallersFrames, it does not allocate).
+		f := runtime.FuncForPC(pc - 1)
+		if f == nil {
+			continue
+		}
+		switch f.Name() {
 		case workerRunName:
 			return onWorker
 		case blockingRunName:
 			return onBlockingPool
 		}
-		if !more {
-			return onOther
-		}
 	}
+	return onOther
 }
 
 // panicIfOnWorker panics, naming op, if the caller is a worker goroutine.
