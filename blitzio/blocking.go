@@ -72,6 +72,12 @@ func (t *blockingTask[T]) poll(*Context) bool {
 	return true
 }
 
+// blockingJob marks the tasks of the blocking pool (they run on goroutines of their own,
+// not on the workers).
+type blockingJob interface{ isBlockingJob() }
+
+func (t *blockingTask[T]) isBlockingJob() {}
+
 func (t *blockingTask[T]) cancel(*Context) {
 	t.f = nil
 	t.err = ErrCancelled

@@ -685,3 +685,48 @@ func TestJoinHandleWaitersRaceCompletion(t *testing.T) {
 		}
 	}
 }
+
+// closingDrop is a pending future whose Drop blocks on its own runtime: Close, or Wait on
+// another task of the runtime, both of which the shutdown running the Drop would have to
+// finish first.
+type closingDrop struct {
+	rt     *Runtime
+	other  *JoinHandle[int]
+	polled *atomic.Bool
+}
+
+func (c closingDrop) Poll(*Context) (int, bool) { c.polled.Store(true); return 0, false }
+func (c closingDrop) Drop() {
+	if c.other != nil {
+		c.other.Wait()
+		return
+	}
+	c.rt.Close()
+}
+
+// TestBlockingInDropAtShutdown: a Drop run by Shutdown that closes the runtime or waits
+// for one of its tasks panics (reported on the task's handle) instead of deadlocking the
+// shutdown.
+func TestBlockingInDropAtShutdown(t *testing.T) {
+	rt, err := New(Config{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p1, p2 atomic.Bool
+	var self JoinHandle[int]
+	hs := []JoinHandle[int]{
+		Spawn[closingDrop, int](rt, closingDrop{rt: rt, polled: &p1}), // its Drop closes rt
+		// Its Drop waits for its own task, which is being dropped: the order in which
+		// Shutdown drops tasks is not known, but this one cannot be finished yet.
+		Spawn[closingDrop, int](rt, closingDrop{rt: rt, other: &self, polled: &p2}),
+	}
+	self = hs[1]
+	waitFor(t, "first polls", func() bool { return p1.Load() && p2.Load() })
+	closeWithin(t, rt)
+	for i, h := range hs {
+		_, err := h.Wait()
+		if !errors.Is(err, ErrCancelled) || !strings.Contains(fmt.Sprint(err), "would wait for itself") {
+			t.Errorf("task %d: %v, want ErrCancelled and a Drop panic saying it would wait for itself", i, err)
+		}
+	}
+}

@@ -104,7 +104,7 @@ func (h JoinHandle[T]) Wait() (T, error) {
 	if life(h.c.state.v.Load()) == stComplete {
 		return h.c.out, h.c.err
 	}
-	panicIfOnWorker("JoinHandle.Wait")
+	panicIfOnWorker("JoinHandle.Wait", &h.c.header)
 	p := newParker()
 	cx := &Context{waker: Waker{t: p}, budget: budgetPerPoll}
 	for {

@@ -124,6 +124,9 @@ type Runtime struct {
 	// only the goroutine running dropRemaining touches them.
 	shutdownLive []*header
 	shutdownNext int
+	// shutdownG is the goroutine id of the goroutine running the shutdown (0 before), so
+	// that a Drop it runs that blocks on this runtime can be told (see Close).
+	shutdownG atomic.Uint64
 }
 
 // New starts a runtime. It returns an error wrapping ErrInvalidConfig, naming the field,
@@ -296,7 +299,9 @@ func (rt *Runtime) hasWork() bool {
 //
 // Called from a SpawnBlocking job of the same runtime, Close returns once everything else
 // has stopped, without waiting for the job that called it (which cannot finish while
-// Close blocks it); that job's goroutine exits when the job returns.
+// Close blocks it); that job's goroutine exits when the job returns. Called from a
+// future's Drop that the runtime's own shutdown runs (it would wait for itself), Close
+// panics; the panic is reported on that task's JoinHandle.
 func (rt *Runtime) Close() error { return rt.Shutdown(context.Background()) }
 
 // Shutdown stops the runtime: every task is cancelled and dropped (its futures' Drop
@@ -324,11 +329,17 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 		return ctx.Err()
 	default:
 	}
-	if self := onRuntimeGoroutine(); self == onWorker {
+	switch onRuntimeGoroutine() {
+	case onWorker:
 		panic("blitzio: cannot block from within a runtime: Close or Shutdown called by a task's " +
 			"code on a worker goroutine would wait for its own poll to end; call Shutdown with a " +
 			"cancelled context to only start the shutdown, or Close from a goroutine of your own")
-	} else if self == onBlockingPool {
+	case onShutdown:
+		if rt.isShutdownGoroutine() {
+			panic("blitzio: cannot block from within a runtime: Close or Shutdown called by a " +
+				"future's Drop that the runtime's own shutdown is running would wait for itself")
+		}
+	case onBlockingPool:
 		if rt.blocking.callerThread() {
 			// A blocking job of this runtime closing it: wait for everything but
 			// ourselves (see Close).
@@ -396,6 +407,7 @@ func (rt *Runtime) dropRemaining() {
 			go rt.dropRemaining()
 		}
 	}()
+	rt.shutdownG.Store(goroutineID()) // once per goroutine: a replacement has a new id
 	rt.dropInjected()
 	for rt.shutdownNext < len(rt.shutdownLive) {
 		h := rt.shutdownLive[rt.shutdownNext]
@@ -451,7 +463,9 @@ func pollCatch[T any](f Future[T], cx *Context) (v T, ok bool, err error) {
 // start a runtime from within a runtime"): with one worker, or enough such calls, the
 // runtime deadlocks. BlockOn and JoinHandle.Wait detect a call on a worker goroutine of
 // any blitzio runtime (from a task's Poll, a future's Drop, or a waker the worker runs,
-// however deeply nested) and panic with "blitzio: cannot block from within a runtime".
+// however deeply nested) and panic with "blitzio: cannot block from within a runtime";
+// so does Wait called by a Drop that a runtime's shutdown runs, on a task of that
+// runtime that is not finished (the shutdown would have to drop it first).
 // Go has no goroutine-local storage, so the check looks for the worker's frame at the
 // bottom of the calling goroutine's stack; it costs about a microsecond and runs only
 // when BlockOn starts and when Wait is about to block. What it cannot see: blocking on a
@@ -497,13 +511,16 @@ const (
 	onOther        goroutineKind = iota
 	onWorker                     // a scheduler worker (of any Runtime)
 	onBlockingPool               // a blocking-pool goroutine (of any Runtime)
+	onShutdown                   // the goroutine of a Runtime's shutdown (it runs Drops)
 )
 
 // Entry names of the runtime's goroutines, computed once from the functions themselves
 // so that a rename cannot silently break the check.
 var (
-	workerRunName   = funcName((*worker).run)
-	blockingRunName = funcName((*blockingPool).work)
+	workerRunName    = funcName((*worker).run)
+	blockingRunName  = funcName((*blockingPool).work)
+	shutdownRunName  = funcName((*Runtime).shutdownTasks)
+	shutdownDropName = funcName((*Runtime).dropRemaining)
 )
 
 func funcName(f any) string {
@@ -537,17 +554,34 @@ func onRuntimeGoroutine() goroutineKind {
 			return onWorker
 		case blockingRunName:
 			return onBlockingPool
+		case shutdownRunName, shutdownDropName:
+			return onShutdown
 		}
 	}
 	return onOther
 }
 
-// panicIfOnWorker panics, naming op, if the caller is a worker goroutine.
-func panicIfOnWorker(op string) {
-	if onRuntimeGoroutine() == onWorker {
+// isShutdownGoroutine reports whether the caller runs rt's shutdown (checked only after
+// onRuntimeGoroutine said onShutdown: a goroutine id costs a stack trace).
+func (rt *Runtime) isShutdownGoroutine() bool {
+	return rt.shutdownG.Load() == goroutineID()
+}
+
+// panicIfOnWorker panics, naming op, if the caller is a worker goroutine, or the
+// shutdown of h's runtime, which would wait for itself: it drops the task h, which op
+// waits for.
+func panicIfOnWorker(op string, h *header) {
+	switch onRuntimeGoroutine() {
+	case onWorker:
 		panic("blitzio: cannot block from within a runtime: " + op + " called by a task's code on a " +
 			"worker goroutine would block the worker (and deadlock a runtime whose workers all " +
 			"wait); await the handle inside the task instead")
+	case onShutdown:
+		// A blocking job keeps running during the shutdown, so waiting for one is fine.
+		if _, job := h.vt.(blockingJob); !job && h.rt.isShutdownGoroutine() {
+			panic("blitzio: cannot block from within a runtime: " + op + " called by a future's " +
+				"Drop that the runtime's own shutdown is running would wait for itself")
+		}
 	}
 }
 
