@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// blockingPool runs blocking functions on goroutines of their own (seed 003's blocking
+// blockingPool runs blocking functions on goroutines of their own (Tokio's blocking
 // pool): started on demand up to max, each retired after keepAlive without work, and a
 // FIFO queue when all of them are busy. The workers never run blocking code, so a
 // blocking call cannot stall the tasks queued behind it.

@@ -87,15 +87,15 @@
 // its own runtime with Shutdown and a cancelled context (Close there would wait for
 // itself, and panics). A SpawnBlocking job may Close its own runtime.
 //
-// # Differences from the Zig reference (seed 003)
+// # Differences from Tokio
 //
 // Go has no thread-locals, so the current worker travels in the *Context passed to Poll
-// (Spawn(cx, f), Waker.WakeFrom(cx)) instead of a threadlocal. Go has no destructors, so
-// abandoning a future is explicit (Dropper). Memory is garbage collected, so the reference
+// (Spawn(cx, f), Waker.WakeFrom(cx)) instead of a thread-local. Go has no destructors, so
+// abandoning a future is explicit (Dropper). Memory is garbage collected, so a task's reference
 // count only decides when a finished task's output can be released, never when memory is
 // freed. The local queue is Tokio's FIFO ring rather than a Chase-Lev deque. Only the
 // worker on timer duty parks with a timeout (until the next deadline); the others park
-// until woken, instead of the seed's 10 ms park timeout, so an idle runtime costs no
+// until woken, instead of waking every few milliseconds, so an idle runtime costs no
 // CPU at all (the lost-wake-up race is closed by the parked bitmap protocol, not by
 // periodic polling). A Sleep's duration counts from its first poll, since the future
 // knows its runtime (and so its clock) only then.

@@ -14,10 +14,10 @@ import (
 )
 
 // MaxWorkers is the largest worker count a Runtime accepts: the parked-worker bitmap is
-// one uint64 (seed 003: MAX_WORKERS).
+// one uint64.
 const MaxWorkers = 64
 
-// Defaults for Config fields left zero (seed 003).
+// Defaults for Config fields left zero.
 const (
 	DefaultMaxBlockingThreads = 512
 	DefaultBlockingKeepAlive  = 10 * time.Second

@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 )
 
-// The task state is one uint64 changed only by compare-and-swap (Tokio's task/state.rs;
-// seed 003's packed struct(u64)). Layout:
+// The task state is one uint64 changed only by compare-and-swap (Tokio's task/state.rs).
+// Layout:
 //
 //	bits 0-1   lifecycle: idle, scheduled, running, complete
 //	bit  2     CANCELLED   Abort or Shutdown asked for the task to be dropped

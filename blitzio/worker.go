@@ -6,7 +6,7 @@ import (
 	"github.com/blitzgo/blitz/shared/lockfree"
 )
 
-// Scheduler constants from seed 003.
+// Scheduler constants.
 const (
 	maxLIFOPolls = 3 // LIFO polls in a row before the LIFO task goes to the back of the queue
 	// The global queue is checked first every globalInterval ticks so injected tasks are
@@ -116,7 +116,7 @@ func (w *worker) nextTask() *header {
 }
 
 // maintenance runs every globalInterval ticks: adapt the interval, and drive timers if
-// they are due (worker 0 is the primary driver, seed 003; any worker helps when due).
+// they are due (worker 0 is the primary driver; any worker helps when due).
 func (w *worker) maintenance() {
 	rt := w.rt
 	now := sinceProcStart()
@@ -288,7 +288,7 @@ func (w *worker) park() {
 		}
 	}
 	// Timer duty: the first worker to park while timers are pending drives them and
-	// parks only until the next deadline (seed 003's "worker 0 or the parked worker with
+	// parks only until the next deadline ("worker 0 or the parked worker with
 	// the nearest deadline"); the others park without a timeout.
 	driver := rt.testClock == nil && rt.timers.active.Load() && rt.timerDriver.CompareAndSwap(-1, int32(w.id))
 	rt.idle.setParked(w.id)
