@@ -65,8 +65,10 @@ type header struct {
 	ownIdx int32
 	rt     *Runtime
 	vt     taskVTable // the enclosing *task[F, T], for the type-specific work
-	// joinWaker is written by the JoinHandle only while JOIN_WAKER is clear, and read by
-	// the completer only after it saw JOIN_WAKER set (see taskState.lockJoin).
+	// joinWaker is written by a JoinHandle poller only while it holds JOIN_LOCK and
+	// JOIN_WAKER is clear, and read by the completer only after it saw JOIN_WAKER set;
+	// once JOIN_MULTI is set it is a *joinWaiters and never changes (see
+	// taskState.lockJoin and JoinHandle.Poll).
 	joinWaker Waker
 }
 
