@@ -1,11 +1,14 @@
 package blitzio
 
 import (
+	"bytes"
+	"runtime"
+	"strconv"
 	"sync"
 	"time"
 )
 
-// blockingPool runs blocking functions on goroutines of their own (seed 003's blocking
+// blockingPool runs blocking functions on goroutines of their own (Tokio's blocking
 // pool): started on demand up to max, each retired after keepAlive without work, and a
 // FIFO queue when all of them are busy. The workers never run blocking code, so a
 // blocking call cannot stall the tasks queued behind it.
@@ -24,12 +27,20 @@ type blockingPool struct {
 	// can take a token that was meant for "some idle goroutine".
 	notify chan struct{}
 	exited chan struct{} // closed when shut down and the last goroutine has exited
+	// ids holds the goroutine ids of the pool's goroutines, so that Close called from a
+	// job of this pool can tell (see callerThread). closers counts such Close calls now
+	// waiting, and othersDone is closed once every goroutine left is one of them.
+	ids        map[uint64]struct{}
+	closers    int
+	othersDone chan struct{}
 }
 
 func (p *blockingPool) init(rt *Runtime, max int, keepAlive time.Duration) {
 	p.rt, p.max, p.keepAlive = rt, max, keepAlive
 	p.notify = make(chan struct{}, max)
 	p.exited = make(chan struct{})
+	p.ids = make(map[uint64]struct{})
+	p.othersDone = make(chan struct{})
 }
 
 // blockingTask is a task whose "future" is a function run once on a pool goroutine.
@@ -39,18 +50,35 @@ type blockingTask[T any] struct {
 }
 
 func (t *blockingTask[T]) poll(*Context) bool {
+	returned := false
 	defer func() {
+		if returned {
+			return
+		}
 		if r := recover(); r != nil {
 			t.err = &PanicError{Value: r, Stack: stack()}
+			return
 		}
+		// runtime.Goexit in f: the pool goroutine ends after the deferred calls, so
+		// blockingPool.run's finish never runs. Complete the task here; work replaces
+		// the goroutine.
+		t.err = ErrGoexit
+		t.header.finish(nil)
 	}()
 	f := t.f
 	t.f = nil
 	t.out = f()
+	returned = true
 	return true
 }
 
-func (t *blockingTask[T]) cancel() {
+// blockingJob marks the tasks of the blocking pool (they run on goroutines of their own,
+// not on the workers).
+type blockingJob interface{ isBlockingJob() }
+
+func (t *blockingTask[T]) isBlockingJob() {}
+
+func (t *blockingTask[T]) cancel(*Context) {
 	t.f = nil
 	t.err = ErrCancelled
 }
@@ -97,6 +125,27 @@ func (p *blockingPool) submit(h *header) {
 }
 
 func (p *blockingPool) work() {
+	returned := false
+	defer func() {
+		if !returned {
+			// A job called runtime.Goexit (blockingTask.poll completed its task): this
+			// goroutine is ending, so start a replacement, which takes over its place in
+			// threads; without it the count would never drop and Shutdown would wait
+			// for a goroutine that is gone.
+			go p.work()
+		}
+	}()
+	// Record who we are (a goroutine id costs a short stack trace, once per goroutine;
+	// the pool keeps its goroutines for keepAlive, so it is paid rarely).
+	id := goroutineID()
+	p.mu.Lock()
+	p.ids[id] = struct{}{}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.ids, id)
+		p.mu.Unlock()
+	}()
 	var timer *time.Timer
 	for {
 		p.mu.Lock()
@@ -110,6 +159,7 @@ func (p *blockingPool) work() {
 		}
 		if p.closed {
 			p.exit()
+			returned = true
 			return
 		}
 		p.idle++
@@ -134,6 +184,7 @@ func (p *blockingPool) work() {
 			}
 			p.idle--
 			p.exit()
+			returned = true
 			return
 		}
 	}
@@ -145,7 +196,62 @@ func (p *blockingPool) exit() {
 	if p.closed && p.threads == 0 {
 		close(p.exited)
 	}
+	p.checkOthersLocked()
 	p.mu.Unlock()
+}
+
+// checkOthersLocked closes othersDone once the pool is shut down and every goroutine
+// still alive is a job blocked in Close of this runtime (p.mu held).
+func (p *blockingPool) checkOthersLocked() {
+	if p.closed && p.closers > 0 && p.threads <= p.closers {
+		select {
+		case <-p.othersDone:
+		default:
+			close(p.othersDone)
+		}
+	}
+}
+
+// callerThread reports whether the calling goroutine is one of this pool's goroutines
+// (a blocking job of this runtime), and its id.
+func (p *blockingPool) callerThread() bool {
+	id := goroutineID()
+	p.mu.Lock()
+	_, ok := p.ids[id]
+	p.mu.Unlock()
+	return ok
+}
+
+// othersExited counts the caller, a job of this pool, as blocked in Close, and returns a
+// channel closed when every pool goroutine has exited except the ones blocked in Close
+// (the caller among them): a job closing its own runtime cannot wait for itself. The
+// caller calls closerDone when it stops waiting.
+func (p *blockingPool) othersExited() chan struct{} {
+	p.mu.Lock()
+	p.closers++
+	p.checkOthersLocked()
+	p.mu.Unlock()
+	return p.othersDone
+}
+
+func (p *blockingPool) closerDone() {
+	p.mu.Lock()
+	p.closers--
+	p.mu.Unlock()
+}
+
+// goroutineID returns the id of the calling goroutine, parsed from the first line of its
+// stack trace ("goroutine 42 [running]:"). Go offers no cheaper way; callers use it only
+// off the hot paths.
+func goroutineID() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, _ := strconv.ParseUint(string(b), 10, 64)
+	return id
 }
 
 func (p *blockingPool) run(h *header) {
@@ -173,6 +279,7 @@ func (p *blockingPool) shutdown() {
 	if p.threads == 0 {
 		close(p.exited)
 	}
+	p.checkOthersLocked()
 	p.mu.Unlock()
 	for _, h := range queued {
 		if h.state.toShutdown() {

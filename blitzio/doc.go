@@ -28,8 +28,16 @@
 //	b := blitzio.SpawnBlocking(rt, f)   // run a blocking func() T on the blocking pool
 //
 // Inside a task, Spawn(cx, f) queues the child on the current worker. JoinHandle is itself
-// a future; Abort cancels a task at its next scheduling point; a panic in Poll becomes a
-// *PanicError on the handle and the worker carries on.
+// a future, and any number of tasks and goroutines may await or Wait on copies of one
+// handle; Abort cancels a task at its next scheduling point; a panic in Poll becomes a
+// *PanicError on the handle and the worker carries on. A panic in a dropped future's Drop
+// is reported on the handle too (joined to its error), and a runtime.Goexit in a task's
+// code (t.Fatal in a test) completes the task with ErrGoexit while the runtime replaces
+// the goroutine that exited.
+//
+// Nothing that runs on a worker may block. BlockOn, JoinHandle.Wait, Close and a
+// Shutdown that would wait, called on a worker goroutine, panic with "blitzio: cannot
+// block from within a runtime" instead of deadlocking (see BlockOn for what is detected).
 //
 // # The scheduler (worker.go, queue.go, inject.go, idle.go)
 //
@@ -48,8 +56,10 @@
 //
 // One uint64 per task, changed only by compare-and-swap: lifecycle (idle, scheduled,
 // running, complete), CANCELLED, NOTIFIED (woken while running: re-schedule after the
-// poll), JOIN_INTEREST and JOIN_WAKER (the JoinHandle's waker hand-off), and a reference
-// count. spin/taskstate.pml is a Promela model of the protocol checked by spin in CI.
+// poll), JOIN_INTEREST, JOIN_WAKER, JOIN_LOCK and JOIN_MULTI (the JoinHandle's waker
+// hand-off: one waker in the task, or a list once a second waiter comes), and a reference
+// count. spin/taskstate.pml is a Promela model of the protocol checked by spin in CI, and
+// spin/taskjoin.pml checks the hand-off with several waiters.
 //
 // # Time (timerwheel.go, timer.go, time.go, clock.go)
 //
@@ -72,17 +82,20 @@
 //
 // Close or Shutdown(ctx) cancels and drops every task, cancels queued blocking jobs,
 // waits for running blocking jobs, and returns when every goroutine the runtime started
-// has exited. Both are idempotent.
+// has exited. Both are idempotent. The shutdown runs on a goroutine of its own, so
+// Shutdown returns ctx.Err() by its deadline even if a poll is stuck, and a task stops
+// its own runtime with Shutdown and a cancelled context (Close there would wait for
+// itself, and panics). A SpawnBlocking job may Close its own runtime.
 //
-// # Differences from the Zig reference (seed 003)
+// # Differences from Tokio
 //
 // Go has no thread-locals, so the current worker travels in the *Context passed to Poll
-// (Spawn(cx, f), Waker.WakeFrom(cx)) instead of a threadlocal. Go has no destructors, so
-// abandoning a future is explicit (Dropper). Memory is garbage collected, so the reference
+// (Spawn(cx, f), Waker.WakeFrom(cx)) instead of a thread-local. Go has no destructors, so
+// abandoning a future is explicit (Dropper). Memory is garbage collected, so a task's reference
 // count only decides when a finished task's output can be released, never when memory is
 // freed. The local queue is Tokio's FIFO ring rather than a Chase-Lev deque. Only the
 // worker on timer duty parks with a timeout (until the next deadline); the others park
-// until woken, instead of the seed's 10 ms park timeout, so an idle runtime costs no
+// until woken, instead of waking every few milliseconds, so an idle runtime costs no
 // CPU at all (the lost-wake-up race is closed by the parked bitmap protocol, not by
 // periodic polling). A Sleep's duration counts from its first poll, since the future
 // knows its runtime (and so its clock) only then.

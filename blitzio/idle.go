@@ -7,8 +7,8 @@ import (
 	"github.com/blitzgo/blitz/shared/lockfree"
 )
 
-// idle tracks which workers are parked and how many are searching for work (seed 003:
-// "num_searching + parked bitmap"; Tokio's idle.rs).
+// idle tracks which workers are parked and how many are searching for work (a
+// count of searchers and a bitmap of parked workers; Tokio's idle.rs).
 //
 // The lost-wake-up race and what prevents it: a worker parks by setting its bit in parked
 // and then re-checking every queue; a producer pushes a task and then reads searching and
@@ -41,7 +41,7 @@ func (i *idle) tryStartSearching() bool {
 func (i *idle) stopSearching() bool { return i.searching.Add(-1) == 0 }
 
 // popParked clears the lowest parked bit and returns that worker, or -1: O(1) with a
-// count of trailing zeros (seed 003: "O(1) @ctz on bitmap").
+// count of trailing zeros.
 func (i *idle) popParked() int {
 	for {
 		p := i.parked.Load()

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 )
 
-// injectQueue is the global injection queue (seed 003: a mutex and an intrusive linked
+// injectQueue is the global injection queue (a mutex and an intrusive linked
 // list): tasks spawned or woken from outside the workers, and overflow from full local
 // queues. Workers pull from it in batches of up to maxGlobalBatch. n lets workers check
 // for work without taking the lock.
@@ -16,7 +16,7 @@ type injectQueue struct {
 }
 
 // maxGlobalBatch caps how many tasks a worker moves from the injection queue to its local
-// queue at once (seed 003: MAX_GLOBAL_QUEUE_BATCH_SIZE).
+// queue at once (Tokio's MAX_GLOBAL_QUEUE_BATCH_SIZE).
 const maxGlobalBatch = 64
 
 func (q *injectQueue) isEmpty() bool { return q.n.Load() == 0 }

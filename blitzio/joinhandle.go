@@ -1,16 +1,26 @@
 package blitzio
 
+import "sync"
+
 // JoinHandle is the handle of a spawned task. It is a Future[Result[T]], so another task
 // can await it; Wait blocks a plain goroutine until the task finishes. A JoinHandle is a
-// small value: copy it freely. Dropping every copy does not cancel the task (use Abort);
-// Detach tells the runtime nobody will read the result. The zero JoinHandle is not a
-// handle of any task; its methods panic.
+// small value: copy it freely. Any number of tasks and goroutines may await or Wait on
+// copies of one handle at the same time; each of them sees the result. Dropping every
+// copy does not cancel the task (use Abort); Detach tells the runtime nobody will read
+// the result. The zero JoinHandle is not a handle of any task; its methods panic.
 type JoinHandle[T any] struct {
 	c *core[T]
 }
 
 // Poll is ready when the task has finished: with its value, or with ErrCancelled if it
-// was aborted or dropped by Shutdown, or with a *PanicError if its Poll panicked.
+// was aborted or dropped by Shutdown, or with a *PanicError if its Poll panicked, or
+// with ErrGoexit if its code called runtime.Goexit.
+//
+// Every distinct waker a pending Poll is given is woken when the task finishes, so
+// several awaiters (tasks, goroutines in Wait, children of a combinator) may poll copies
+// of one handle. A waiter that goes away (an aborted task, a dropped select) costs
+// nothing but its entry until the task finishes; entries of waiters known to be gone
+// (finished tasks) are pruned as new ones arrive.
 func (h JoinHandle[T]) Poll(cx *Context) (Result[T], bool) {
 	if !cx.ConsumeBudget() {
 		return Result[T]{}, false
@@ -20,23 +30,65 @@ func (h JoinHandle[T]) Poll(cx *Context) (Result[T], bool) {
 	if life(cur) == stComplete {
 		return h.result(), true
 	}
-	// Join-waker hand-off (Tokio's can_read_output): we may write joinWaker only while
-	// JOIN_WAKER is clear; the completer reads it only after seeing JOIN_WAKER set. Each
-	// CAS below fails if the task completed meanwhile, and then the output is ready.
-	w := cx.Waker()
-	if cur&flagJoinWaker != 0 {
-		if c.joinWaker.WillWake(w) {
-			return Result[T]{}, false
-		}
-		if !c.state.unsetJoinWaker() {
-			return h.result(), true
-		}
+	if c.registerJoinWaker(cur, cx.Waker()) {
+		return Result[T]{}, false
 	}
-	c.joinWaker = w
-	if !c.state.setJoinWaker() {
-		return h.result(), true
+	return h.result(), true
+}
+
+// registerJoinWaker records w to be woken when the task completes. It returns false if
+// the task completed meanwhile (the output is then ready). cur is a recent state.
+//
+// The common case, one waiter, costs two CAS on the task state: take JOIN_LOCK, then
+// publish the waker and release the lock together. A second distinct waker turns the
+// slot into a *joinWaiters list (once per task); from then on a poll is a mutex-guarded
+// append to the list and touches the state only to load it.
+func (h *header) registerJoinWaker(cur uint64, w Waker) bool {
+	if cur&flagJoinMulti != 0 {
+		// joinWaker never changes once JOIN_MULTI is set, and we loaded that bit with
+		// acquire ordering after the publishing CAS, so reading it without the lock is
+		// safe.
+		return h.joinWaker.t.(*joinWaiters).add(w)
 	}
-	return Result[T]{}, false
+	cur, ok := h.state.lockJoin()
+	if !ok {
+		return false
+	}
+	if cur&flagJoinMulti != 0 {
+		// Another poller installed the list while we waited for the lock.
+		h.state.unlockJoin()
+		return h.joinWaker.t.(*joinWaiters).add(w)
+	}
+	if cur&flagJoinWaker == 0 {
+		// First waiter: the slot is ours to write while JOIN_WAKER is clear.
+		h.joinWaker = w
+		return h.state.publishJoinWaker(0)
+	}
+	// The slot holds a waker; only lock holders write it, so we may read it.
+	old := h.joinWaker
+	if old.WillWake(w) {
+		h.state.unlockJoin()
+		return true
+	}
+	// A second waiter. Replacing the slot's waker (what a single-waiter JoinHandle does)
+	// would leave the first waiter asleep forever: move both to a list instead. Take the
+	// slot back first; this fails if the task completed, and then the completer wakes
+	// old itself.
+	if !h.state.unsetJoinWaker() {
+		h.state.unlockJoin()
+		return false
+	}
+	jw := &joinWaiters{ws: []Waker{old, w}}
+	h.joinWaker = Waker{t: jw}
+	if !h.state.publishJoinWaker(flagJoinMulti) {
+		// The task completed while JOIN_WAKER was clear, so its completer woke nobody:
+		// wake the first waiter ourselves (we report ready to the second). Plain Wake,
+		// not WakeFrom(cx): passing cx on would make every poller's Context escape to
+		// the heap (Wait's included), for a path this rare.
+		old.Wake()
+		return false
+	}
+	return true
 }
 
 func (h JoinHandle[T]) result() Result[T] {
@@ -44,11 +96,15 @@ func (h JoinHandle[T]) result() Result[T] {
 }
 
 // Wait blocks the calling goroutine until the task finishes and returns its value or
-// error. Call it from plain Go code; inside a task, await the handle instead.
+// error. Call it from plain Go code; inside a task, await the handle instead: Wait on a
+// worker goroutine, where it would block the worker (and, with one worker or several
+// waits, deadlock the runtime), panics with "blitzio: cannot block from within a
+// runtime" unless the task has already finished (see BlockOn for what is detected).
 func (h JoinHandle[T]) Wait() (T, error) {
 	if life(h.c.state.v.Load()) == stComplete {
 		return h.c.out, h.c.err
 	}
+	panicIfOnWorker("JoinHandle.Wait", &h.c.header)
 	p := newParker()
 	cx := &Context{waker: Waker{t: p}, budget: budgetPerPoll}
 	for {
@@ -83,3 +139,89 @@ func (h JoinHandle[T]) Detach() {
 		h.c.vt.release()
 	}
 }
+
+// joinWaiters is the list of wakers of a task awaited by more than one waiter. It is
+// itself the wake target stored in joinWaker, so the completer's single wake reaches
+// every waiter.
+type joinWaiters struct {
+	mu     sync.Mutex
+	closed bool // the task completed: every waiter has been woken
+	ws     []Waker
+	// index finds a waker in ws once the list is long, so that n waiters registering
+	// cost O(n) in all, not O(n^2).
+	index map[wakeTarget]struct{}
+	// pruneAt is the length at which add next drops the entries of waiters known to be
+	// gone; it doubles, so pruning costs O(1) per add amortised.
+	pruneAt int
+}
+
+// joinIndexAt is the list length from which joinWaiters keeps a map index.
+const joinIndexAt = 16
+
+// add records w; it returns false if the task has already completed.
+func (j *joinWaiters) add(w Waker) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return false
+	}
+	if j.index != nil {
+		if _, ok := j.index[w.t]; ok {
+			return true
+		}
+	} else {
+		for _, x := range j.ws {
+			if x.WillWake(w) {
+				return true
+			}
+		}
+	}
+	if len(j.ws) >= j.pruneAt {
+		j.prune()
+		j.pruneAt = max(2*len(j.ws), 2*joinIndexAt)
+	}
+	j.ws = append(j.ws, w)
+	if j.index != nil {
+		j.index[w.t] = struct{}{}
+	} else if len(j.ws) >= joinIndexAt {
+		j.index = make(map[wakeTarget]struct{}, 2*len(j.ws))
+		for _, x := range j.ws {
+			j.index[x.t] = struct{}{}
+		}
+	}
+	return true
+}
+
+// prune drops the wakers of waiters that are gone (j.mu held): a waiter that is gone
+// would ignore the wake-up anyway, so the list stays as long as the live waiters, not as
+// long as every waiter there ever was.
+func (j *joinWaiters) prune() {
+	live := j.ws[:0]
+	for _, w := range j.ws {
+		if g, ok := w.t.(interface{ waiterGone() bool }); ok && g.waiterGone() {
+			if j.index != nil {
+				delete(j.index, w.t)
+			}
+			continue
+		}
+		live = append(live, w)
+	}
+	clear(j.ws[len(live):])
+	j.ws = live
+}
+
+// wake is called once, by the completer: it wakes every waiter.
+func (j *joinWaiters) wake(cx *Context) {
+	j.mu.Lock()
+	j.closed = true
+	ws := j.ws
+	j.ws, j.index = nil, nil
+	j.mu.Unlock()
+	for _, w := range ws {
+		w.WakeFrom(cx)
+	}
+}
+
+// waiterGone reports that a task awaiting a JoinHandle is gone: a completed task ignores
+// wake-ups.
+func (h *header) waiterGone() bool { return life(h.state.v.Load()) == stComplete }

@@ -6,7 +6,7 @@ import (
 	"github.com/blitzgo/blitz/shared/lockfree"
 )
 
-// Local run queue: a fixed 256-slot ring per worker (seed 003's WorkStealQueue; the shape
+// Local run queue: a fixed 256-slot ring per worker (the shape
 // of Tokio's queue.rs). The owner pushes at the tail and pops at the head (FIFO, which is
 // fairer for tasks than the LIFO end of a Chase-Lev deque; the LIFO slot gives the
 // locality). Other workers steal half of it at once.

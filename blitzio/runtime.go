@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,10 +14,10 @@ import (
 )
 
 // MaxWorkers is the largest worker count a Runtime accepts: the parked-worker bitmap is
-// one uint64 (seed 003: MAX_WORKERS).
+// one uint64.
 const MaxWorkers = 64
 
-// Defaults for Config fields left zero (seed 003).
+// Defaults for Config fields left zero.
 const (
 	DefaultMaxBlockingThreads = 512
 	DefaultBlockingKeepAlive  = 10 * time.Second
@@ -119,6 +120,13 @@ type Runtime struct {
 	finished     chan struct{} // closed when all tasks are dropped and workers joined
 	shutdownOnce sync.Once
 	workersDone  sync.WaitGroup
+	// shutdownLive and shutdownNext are the tasks Shutdown drops and how far it got;
+	// only the goroutine running dropRemaining touches them.
+	shutdownLive []*header
+	shutdownNext int
+	// shutdownG is the goroutine id of the goroutine running the shutdown (0 before), so
+	// that a Drop it runs that blocks on this runtime can be told (see Close).
+	shutdownG atomic.Uint64
 }
 
 // New starts a runtime. It returns an error wrapping ErrInvalidConfig, naming the field,
@@ -278,37 +286,101 @@ func (rt *Runtime) hasWork() bool {
 	return false
 }
 
-// Close is Shutdown without a deadline.
+// Close is Shutdown without a deadline: it returns when the runtime has stopped and
+// every goroutine it started has exited.
+//
+// Close and Shutdown block, so they must not be called from inside a task of any runtime
+// (a Poll, a Drop or a waker run by a worker): the worker would wait for its own poll to
+// end, which with one worker (or a Close of the runtime the task runs on) never happens.
+// Called on a worker goroutine they panic with a message that says so, unless the
+// context is already done (Shutdown then only starts the shutdown; see Shutdown). To
+// stop a runtime from one of its tasks, call Shutdown with a cancelled context, or Close
+// from a goroutine of your own, or from a SpawnBlocking job.
+//
+// Called from a SpawnBlocking job of the same runtime, Close returns once everything else
+// has stopped, without waiting for the job that called it (which cannot finish while
+// Close blocks it); that job's goroutine exits when the job returns. Called from a
+// future's Drop that the runtime's own shutdown runs (it would wait for itself), Close
+// panics; the panic is reported on that task's JoinHandle.
 func (rt *Runtime) Close() error { return rt.Shutdown(context.Background()) }
 
 // Shutdown stops the runtime: every task is cancelled and dropped (its futures' Drop
 // methods run, its JoinHandle reports ErrCancelled), the workers exit, queued blocking
 // jobs are cancelled, and Shutdown waits for blocking jobs already running to return and
-// for every goroutine the runtime started to exit. If ctx ends first it returns ctx.Err()
-// with the remaining blocking goroutines still finishing; call it again to wait more.
-// Shutdown is idempotent and safe to call concurrently.
+// for every goroutine the runtime started to exit.
+//
+// The shutdown runs on a goroutine of its own, so a poll that is stuck (a task that
+// blocks, against the Future contract) cannot hold Shutdown past its deadline: if ctx
+// ends first, Shutdown returns ctx.Err() at once while the shutdown goes on in the
+// background; call it again (or Close) to wait more. In particular Shutdown with a
+// context that is already cancelled starts the shutdown and returns without blocking,
+// which is how a task can stop the runtime it runs on. Shutdown is idempotent and safe
+// to call concurrently. See Close for calls from inside the runtime.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
 	first := false
 	rt.shutdownOnce.Do(func() { first = true })
 	if first {
-		rt.shutdownTasks()
+		rt.closed.Store(true)
+		close(rt.done)
+		go rt.shutdownTasks()
 	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	default:
+	}
+	switch onRuntimeGoroutine() {
+	case onWorker:
+		panic("blitzio: cannot block from within a runtime: Close or Shutdown called by a task's " +
+			"code on a worker goroutine would wait for its own poll to end; call Shutdown with a " +
+			"cancelled context to only start the shutdown, or Close from a goroutine of your own")
+	case onShutdown:
+		if rt.isShutdownGoroutine() {
+			panic("blitzio: cannot block from within a runtime: Close or Shutdown called by a " +
+				"future's Drop that the runtime's own shutdown is running would wait for itself")
+		}
+	case onBlockingPool:
+		if rt.blocking.callerThread() {
+			// A blocking job of this runtime closing it: wait for everything but
+			// ourselves (see Close).
+			return rt.waitShutdown(ctx, true)
+		}
+	}
+	return rt.waitShutdown(ctx, false)
+}
+
+// waitShutdown waits for the shutdown to finish; inPool says the caller is a job of this
+// runtime's blocking pool, which is then not waited for.
+func (rt *Runtime) waitShutdown(ctx context.Context, inPool bool) error {
 	select {
 	case <-rt.finished:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	exited := rt.blocking.exited
+	if inPool {
+		exited = rt.blocking.othersExited()
+		defer rt.blocking.closerDone()
+	}
 	select {
-	case <-rt.blocking.exited:
+	case <-exited:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
+func (rt *Runtime) dropInjected() {
+	for h := rt.inject.pop(); h != nil; h = rt.inject.pop() {
+		if h.state.toShutdown() {
+			h.cancelOwned(nil)
+		}
+	}
+}
+
+// shutdownTasks is the shutdown proper, on a goroutine of its own (rt.closed is set and
+// rt.done closed).
 func (rt *Runtime) shutdownTasks() {
-	rt.closed.Store(true)
-	close(rt.done)
 	if rt.testClock != nil {
 		rt.testClock.unregister(rt)
 	}
@@ -321,9 +393,26 @@ func (rt *Runtime) shutdownTasks() {
 	// the injection queue, and every task still alive (idle tasks waiting for a waker are
 	// in no queue). Each task can be pushed again only by an idle -> scheduled transition,
 	// and once we own it that cannot happen, so the drains below terminate.
-	live := rt.owned.closeAndTake()
+	rt.shutdownLive = rt.owned.closeAndTake()
+	rt.dropRemaining()
+}
+
+// dropRemaining drops the tasks left at shutdown. A Drop that calls runtime.Goexit ends
+// this goroutine (the task's guard completes that task): then the rest is dropped on a
+// new goroutine, continuing where this one stopped, so that Shutdown still finishes.
+func (rt *Runtime) dropRemaining() {
+	returned := false
+	defer func() {
+		if !returned {
+			go rt.dropRemaining()
+		}
+	}()
+	rt.shutdownG.Store(goroutineID()) // once per goroutine: a replacement has a new id
 	rt.dropInjected()
-	for _, h := range live {
+	for rt.shutdownNext < len(rt.shutdownLive) {
+		h := rt.shutdownLive[rt.shutdownNext]
+		rt.shutdownLive[rt.shutdownNext] = nil
+		rt.shutdownNext++
 		if h.state.toShutdown() {
 			h.cancelOwned(nil)
 		}
@@ -332,19 +421,15 @@ func (rt *Runtime) shutdownTasks() {
 	// queue; clear it so the runtime holds no task.
 	rt.dropInjected()
 	rt.timers.clear()
+	returned = true
 	close(rt.finished)
 }
 
-func (rt *Runtime) dropInjected() {
-	for h := rt.inject.pop(); h != nil; h = rt.inject.pop() {
-		if h.state.toShutdown() {
-			h.cancelOwned(nil)
-		}
-	}
-}
-
 // parker is the Waker target of a plain goroutine blocked in BlockOn or Wait.
-type parker struct{ ch chan struct{} }
+type parker struct {
+	ch   chan struct{}
+	gone atomic.Bool // its BlockOn returned: a JoinHandle may drop its entry
+}
 
 func newParker() *parker { return &parker{ch: make(chan struct{}, 1)} }
 
@@ -354,6 +439,8 @@ func (p *parker) wake(*Context) {
 	default: // a wake-up is already pending
 	}
 }
+
+func (p *parker) waiterGone() bool { return p.gone.Load() }
 
 // pollCatch polls f, turning a panic into a *PanicError.
 func pollCatch[T any](f Future[T], cx *Context) (v T, ok bool, err error) {
@@ -369,13 +456,34 @@ func pollCatch[T any](f Future[T], cx *Context) (v T, ok bool, err error) {
 // BlockOn drives f to completion on the calling goroutine (not a worker) and returns its
 // value. Futures polled this way can spawn tasks and use timers of rt. It returns
 // ErrRuntimeClosed if rt shuts down before f finishes (f is dropped), and a *PanicError
-// if f's Poll panics. Do not call it from inside a task: it blocks.
+// if f's Poll panics. If f calls runtime.Goexit, the calling goroutine exits as Goexit
+// says; rt is not affected.
+//
+// BlockOn blocks, so it must not be called from inside a task (Tokio panics with "cannot
+// start a runtime from within a runtime"): with one worker, or enough such calls, the
+// runtime deadlocks. BlockOn and JoinHandle.Wait detect a call on a worker goroutine of
+// any blitzio runtime (from a task's Poll, a future's Drop, or a waker the worker runs,
+// however deeply nested) and panic with "blitzio: cannot block from within a runtime";
+// so does Wait called by a Drop that a runtime's shutdown runs, on a task of that
+// runtime that is not finished (the shutdown would have to drop it first).
+// Go has no goroutine-local storage, so the check looks for the worker's frame at the
+// bottom of the calling goroutine's stack; it costs about a microsecond and runs only
+// when BlockOn starts and when Wait is about to block. What it cannot see: blocking on a
+// goroutine that a task is waiting for by other means (a task that blocks on a channel
+// fed by a goroutine in BlockOn), and blocking calls other than these two. Calls from a
+// SpawnBlocking job or any goroutine of your own are fine.
 func BlockOn[T any](rt *Runtime, f Future[T]) (T, error) {
 	var zero T
 	if rt.closed.Load() {
 		return zero, ErrRuntimeClosed
 	}
+	if onRuntimeGoroutine() == onWorker {
+		panic("blitzio: cannot block from within a runtime: BlockOn called by a task's code on a " +
+			"worker goroutine would block the worker (and deadlock a runtime whose workers all " +
+			"wait); await the future inside the task instead")
+	}
 	p := newParker()
+	defer p.gone.Store(true)
 	cx := &Context{waker: Waker{t: p}, rt: rt}
 	for {
 		cx.budget = budgetPerPoll
@@ -392,6 +500,87 @@ func BlockOn[T any](rt *Runtime, f Future[T]) (T, error) {
 		case <-rt.done:
 			Drop(f)
 			return zero, ErrRuntimeClosed
+		}
+	}
+}
+
+// goroutineKind says which of the runtime's goroutines the caller runs on.
+type goroutineKind uint8
+
+const (
+	onOther        goroutineKind = iota
+	onWorker                     // a scheduler worker (of any Runtime)
+	onBlockingPool               // a blocking-pool goroutine (of any Runtime)
+	onShutdown                   // the goroutine of a Runtime's shutdown (it runs Drops)
+)
+
+// Entry names of the runtime's goroutines, computed once from the functions themselves
+// so that a rename cannot silently break the check.
+var (
+	workerRunName    = funcName((*worker).run)
+	blockingRunName  = funcName((*blockingPool).work)
+	shutdownRunName  = funcName((*Runtime).shutdownTasks)
+	shutdownDropName = funcName((*Runtime).dropRemaining)
+)
+
+func funcName(f any) string {
+	return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()
+}
+
+// onRuntimeGoroutine reports whether the calling goroutine is a worker or a blocking-pool
+// goroutine of some Runtime. Go has no goroutine-local storage, but a goroutine's first
+// frames are its entry function (under the go statement's wrapper and runtime.goexit),
+// so we look at the bottom of the stack. It costs a stack walk (about a microsecond);
+// callers use it only where they are about to block.
+func onRuntimeGoroutine() goroutineKind {
+	var buf [64]uintptr
+	pcs := buf[:]
+	n := runtime.Callers(2, pcs)
+	for n == len(pcs) && len(pcs) < 1<<20 {
+		pcs = make([]uintptr, 4*len(pcs))
+		n = runtime.Callers(2, pcs)
+	}
+	for _, pc := range pcs[max(0, n-4):n] {
+		// pc-1: a return address may be the first byte of the next function. FuncForPC
+		// names the innermost function at pc, so this works whether or not the entry
+		// function was inlined into the go statement's wrapper (and, unlike
+		// CallersFrames, it does not allocate).
+		f := runtime.FuncForPC(pc - 1)
+		if f == nil {
+			continue
+		}
+		switch f.Name() {
+		case workerRunName:
+			return onWorker
+		case blockingRunName:
+			return onBlockingPool
+		case shutdownRunName, shutdownDropName:
+			return onShutdown
+		}
+	}
+	return onOther
+}
+
+// isShutdownGoroutine reports whether the caller runs rt's shutdown (checked only after
+// onRuntimeGoroutine said onShutdown: a goroutine id costs a stack trace).
+func (rt *Runtime) isShutdownGoroutine() bool {
+	return rt.shutdownG.Load() == goroutineID()
+}
+
+// panicIfOnWorker panics, naming op, if the caller is a worker goroutine, or the
+// shutdown of h's runtime, which would wait for itself: it drops the task h, which op
+// waits for.
+func panicIfOnWorker(op string, h *header) {
+	switch onRuntimeGoroutine() {
+	case onWorker:
+		panic("blitzio: cannot block from within a runtime: " + op + " called by a task's code on a " +
+			"worker goroutine would block the worker (and deadlock a runtime whose workers all " +
+			"wait); await the handle inside the task instead")
+	case onShutdown:
+		// A blocking job keeps running during the shutdown, so waiting for one is fine.
+		if _, job := h.vt.(blockingJob); !job && h.rt.isShutdownGoroutine() {
+			panic("blitzio: cannot block from within a runtime: " + op + " called by a future's " +
+				"Drop that the runtime's own shutdown is running would wait for itself")
 		}
 	}
 }

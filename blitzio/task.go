@@ -12,16 +12,35 @@ import (
 // Runtime.Shutdown before it finished, and of a task spawned on a closed runtime.
 var ErrCancelled = errors.New("blitzio: task cancelled")
 
+// ErrGoexit is the error of a task whose code called runtime.Goexit (t.Fatal, t.FailNow
+// or t.SkipNow in a test, for instance) in its Poll, in its future's Drop, or, for
+// SpawnBlocking, in the blocking function. Goexit cannot be stopped: the goroutine that
+// ran the code exits, so the task cannot finish normally. The runtime completes the task
+// with this error (test for it with errors.Is), and replaces the worker or blocking-pool
+// goroutine that exited, so the other tasks keep running and Close still returns.
+var ErrGoexit = errors.New("blitzio: task's goroutine exited (runtime.Goexit)")
+
 // PanicError is the error of a task whose Poll panicked: it carries the panic value and
 // the stack of the goroutine at the panic. The worker that polled the task survives.
+//
+// A panic in the Drop of a task's future (when the task is cancelled, or dropped after a
+// panic in Poll) is reported too, never swallowed, as Tokio reports it on the JoinHandle:
+// the handle's error is then errors.Join of ErrCancelled (or the Poll's *PanicError) and
+// a *PanicError with InDrop set. errors.Is(err, ErrCancelled) and errors.As still work.
 type PanicError struct {
 	Value any
 	Stack []byte
+	// InDrop is true when the panic came from the future's Drop, not from its Poll.
+	InDrop bool
 }
 
 // Error returns the panic value and the stack.
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("blitzio: task panicked: %v\n%s", e.Value, e.Stack)
+	where := "task panicked"
+	if e.InDrop {
+		where = "task's Drop panicked"
+	}
+	return fmt.Sprintf("blitzio: %s: %v\n%s", where, e.Value, e.Stack)
 }
 
 // Unwrap returns the panic value when it is an error, so errors.Is and errors.As see
@@ -46,8 +65,10 @@ type header struct {
 	ownIdx int32
 	rt     *Runtime
 	vt     taskVTable // the enclosing *task[F, T], for the type-specific work
-	// joinWaker is written by the JoinHandle only while JOIN_WAKER is clear, and read by
-	// the completer only after it saw JOIN_WAKER set (see taskState.setJoinWaker).
+	// joinWaker is written by a JoinHandle poller only while it holds JOIN_LOCK and
+	// JOIN_WAKER is clear, and read by the completer only after it saw JOIN_WAKER set;
+	// once JOIN_MULTI is set it is a *joinWaiters and never changes (see
+	// taskState.lockJoin and JoinHandle.Poll).
 	joinWaker Waker
 }
 
@@ -57,8 +78,11 @@ type taskVTable interface {
 	// poll polls the future once; it reports true when the task has finished (value or
 	// panic stored). The caller owns the task (state running).
 	poll(cx *Context) bool
-	// cancel drops the future and stores ErrCancelled. The caller owns the task.
-	cancel()
+	// cancel drops the future and stores ErrCancelled (joined with the Drop's panic, if
+	// it panics). The caller owns the task and completes it (finish) afterwards. If Drop
+	// calls runtime.Goexit, cancel completes the task itself before the goroutine ends,
+	// since the caller's code will not run.
+	cancel(cx *Context)
 	// release drops the stored output once nobody can read it.
 	release()
 }
@@ -79,14 +103,26 @@ type task[F Future[T], T any] struct {
 }
 
 func (t *task[F, T]) poll(cx *Context) (done bool) {
+	returned := false
 	defer func() {
+		if returned {
+			return
+		}
 		if r := recover(); r != nil {
 			t.err = &PanicError{Value: r, Stack: debug.Stack()}
-			t.safeDropFuture()
+			t.dropAfterFailure(cx)
 			done = true
+			return
 		}
+		// runtime.Goexit in Poll: the goroutine ends once the deferred calls have run,
+		// so the worker's code after this poll never runs. Complete the task here, or it
+		// would stay "running" forever; worker.run replaces the worker.
+		t.err = ErrGoexit
+		t.dropAfterFailure(cx)
+		t.header.finish(cx)
 	}()
 	v, ok := t.fut.Poll(cx)
+	returned = true
 	if ok {
 		t.out = v
 		var zero F
@@ -105,16 +141,31 @@ func (t *task[F, T]) dropFuture() {
 	}
 }
 
-func (t *task[F, T]) cancel() {
+func (t *task[F, T]) cancel(cx *Context) {
 	t.err = ErrCancelled
-	t.safeDropFuture()
+	t.dropAfterFailure(cx)
 }
 
-// safeDropFuture is dropFuture for paths that must not panic: a panicking Drop must not
-// kill the worker or Shutdown; the task ends cancelled or failed either way.
-func (t *task[F, T]) safeDropFuture() {
-	defer func() { _ = recover() }()
+// dropAfterFailure drops the future of a task whose t.err is already set (cancelled, or
+// its Poll panicked or exited). A panic in Drop is joined to t.err, so that it is seen
+// on the JoinHandle instead of vanishing, and neither the worker nor Shutdown dies of
+// it. A runtime.Goexit in Drop cannot be stopped: then we join ErrGoexit to t.err and
+// complete the task in a deferred call, since our caller will not get to do it.
+func (t *task[F, T]) dropAfterFailure(cx *Context) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		if r := recover(); r != nil {
+			t.err = errors.Join(t.err, &PanicError{Value: r, Stack: debug.Stack(), InDrop: true})
+			return
+		}
+		t.err = errors.Join(t.err, ErrGoexit)
+		t.header.finish(cx)
+	}()
 	t.dropFuture()
+	returned = true
 }
 
 func (t *task[F, T]) release() {
@@ -147,7 +198,7 @@ func (h *header) finish(cx *Context) {
 
 // cancelOwned drops a task the caller owns and completes it with ErrCancelled.
 func (h *header) cancelOwned(cx *Context) {
-	h.vt.cancel()
+	h.vt.cancel(cx)
 	h.finish(cx)
 }
 

@@ -1,15 +1,20 @@
 package blitzio
 
-import "sync/atomic"
+import (
+	"runtime"
+	"sync/atomic"
+)
 
-// The task state is one uint64 changed only by compare-and-swap (Tokio's task/state.rs;
-// seed 003's packed struct(u64)). Layout:
+// The task state is one uint64 changed only by compare-and-swap (Tokio's task/state.rs).
+// Layout:
 //
 //	bits 0-1   lifecycle: idle, scheduled, running, complete
 //	bit  2     CANCELLED   Abort or Shutdown asked for the task to be dropped
 //	bit  3     NOTIFIED    woken while running: re-schedule after the poll
 //	bit  4     JOIN_INTEREST  a JoinHandle still wants the output
 //	bit  5     JOIN_WAKER     joinWaker holds a waker the completer must call
+//	bit  6     JOIN_LOCK      a JoinHandle poller is changing joinWaker
+//	bit  7     JOIN_MULTI     joinWaker is a *joinWaiters list (set once, never cleared)
 //	bits 16-63 reference count
 //
 // Ownership rule that every transition keeps: exactly one party "owns" a task at a time.
@@ -28,6 +33,8 @@ const (
 	flagNotified     uint64 = 1 << 3
 	flagJoinInterest uint64 = 1 << 4
 	flagJoinWaker    uint64 = 1 << 5
+	flagJoinLock     uint64 = 1 << 6
+	flagJoinMulti    uint64 = 1 << 7
 
 	refShift        = 16
 	refOne   uint64 = 1 << refShift
@@ -200,24 +207,63 @@ func (s *taskState) toShutdown() (owned bool) {
 	}
 }
 
-// setJoinWaker publishes joinWaker (written by the caller just before) by setting
-// JOIN_WAKER. It fails, returning false, if the task completed meanwhile: then the caller
-// reads the output. The completer reads joinWaker only after seeing JOIN_WAKER set, and
-// the handle writes joinWaker only while JOIN_WAKER is clear, so the two never race.
-func (s *taskState) setJoinWaker() bool {
+// The join-waker hand-off (Tokio's can_read_output, extended to any number of waiters,
+// since a JoinHandle may be copied and awaited by several tasks and goroutines at once).
+//
+// joinWaker is written only by a poller of a JoinHandle that holds JOIN_LOCK while
+// JOIN_WAKER is clear, and read by the completer only after its completing CAS saw
+// JOIN_WAKER set, so the two never race; JOIN_LOCK makes the pollers take turns, so two
+// of them never write it at once (the race that made the second waiter overwrite, and so
+// lose, the first). Once JOIN_MULTI is set joinWaker holds a *joinWaiters and never
+// changes again, so pollers read it without the lock.
+
+// lockJoin takes JOIN_LOCK. It fails, returning false, if the task completed (then the
+// output is ready); it returns the state with the lock held. Another poller holds the
+// lock only for a few instructions (it never blocks while holding it), so we yield and
+// retry rather than park.
+func (s *taskState) lockJoin() (cur uint64, ok bool) {
+	for {
+		cur = s.v.Load()
+		switch {
+		case life(cur) == stComplete:
+			return cur, false
+		case cur&flagJoinLock != 0:
+			runtime.Gosched()
+		case s.v.CompareAndSwap(cur, cur|flagJoinLock):
+			return cur | flagJoinLock, true
+		}
+	}
+}
+
+// unlockJoin releases JOIN_LOCK without publishing anything.
+func (s *taskState) unlockJoin() {
+	for {
+		cur := s.v.Load()
+		if s.v.CompareAndSwap(cur, cur&^flagJoinLock) {
+			return
+		}
+	}
+}
+
+// publishJoinWaker publishes joinWaker (written by the caller, who holds JOIN_LOCK, just
+// before) by setting JOIN_WAKER, plus extra (JOIN_MULTI or nothing), and releases the
+// lock in the same CAS. It fails, returning false, if the task completed meanwhile: then
+// the completer did not see the waker, and the caller reads the output.
+func (s *taskState) publishJoinWaker(extra uint64) bool {
 	for {
 		cur := s.v.Load()
 		if life(cur) == stComplete {
+			s.unlockJoin()
 			return false
 		}
-		if s.v.CompareAndSwap(cur, cur|flagJoinWaker) {
+		if s.v.CompareAndSwap(cur, (cur|flagJoinWaker|extra)&^flagJoinLock) {
 			return true
 		}
 	}
 }
 
-// unsetJoinWaker takes back the right to write joinWaker. It fails if the task completed
-// (the completer may be reading joinWaker right now).
+// unsetJoinWaker takes back the right to write joinWaker (the caller holds JOIN_LOCK).
+// It fails if the task completed (the completer may be reading joinWaker right now).
 func (s *taskState) unsetJoinWaker() bool {
 	for {
 		cur := s.v.Load()

@@ -6,7 +6,7 @@ import (
 	"github.com/blitzgo/blitz/shared/lockfree"
 )
 
-// Scheduler constants from seed 003.
+// Scheduler constants.
 const (
 	maxLIFOPolls = 3 // LIFO polls in a row before the LIFO task goes to the back of the queue
 	// The global queue is checked first every globalInterval ticks so injected tasks are
@@ -21,31 +21,33 @@ const (
 // worker is one scheduler goroutine and the state only it touches (except q, which
 // others steal from, and unpark, which others send to).
 type worker struct {
-	id   int
-	rt   *Runtime
-	q    localQueue
-	lifo *header // the LIFO slot: the task woken last by this worker runs next
-	// lifoEnabled is false while the LIFO cap is being enforced (the LIFO task goes to the
-	// back of the queue instead).
-	lifoEnabled bool
-	cx          Context
-	tick        uint32
-	searching   bool
-	rng         lockfree.XorShift64Star
-	unpark      chan struct{} // capacity 1: a token from whoever cleared our parked bit
-	timer       *time.Timer
+	id int
+	rt *Runtime
+	q  localQueue
+	// lifo is the LIFO slot: the task woken last by this worker runs next. runTask caps
+	// the LIFO polls in a row at maxLIFOPolls (then the LIFO task goes to the back of the
+	// queue), so two tasks waking each other cannot starve the queue.
+	lifo      *header
+	cx        Context
+	tick      uint32
+	searching bool
+	rng       lockfree.XorShift64Star
+	unpark    chan struct{} // capacity 1: a token from whoever cleared our parked bit
+	timer     *time.Timer
 
 	globalInterval uint32
-	statStart      time.Duration // runtime time at the last interval measurement
-	statPolls      uint32
-	pollTimeEWMA   float64 // nanoseconds
+	// statStart is the real monotonic time (sinceProcStart) at the last interval
+	// measurement. The poll-time statistics read the real clock even when the runtime
+	// runs on a TestClock: a fake time jump must not feed the tuning of a real scheduler.
+	statStart    time.Duration
+	statPolls    uint32
+	pollTimeEWMA float64 // nanoseconds
 }
 
 func newWorker(rt *Runtime, id int) *worker {
 	w := &worker{
 		id:             id,
 		rt:             rt,
-		lifoEnabled:    true,
 		unpark:         make(chan struct{}, 1),
 		rng:            lockfree.NewXorShift64Star(uint64(id)*0x9E3779B97F4A7C15 + 1),
 		globalInterval: defaultGlobalInterval,
@@ -57,7 +59,12 @@ func newWorker(rt *Runtime, id int) *worker {
 // run is the worker loop: find a task (local queue, then the injection queue, then steal),
 // run it, and park when there is nothing to do.
 func (w *worker) run() {
-	defer w.rt.workersDone.Done()
+	returned := false
+	defer func() {
+		if !returned {
+			w.replace()
+		}
+	}()
 	rt := w.rt
 	for !rt.closed.Load() {
 		h := w.nextTask()
@@ -71,6 +78,25 @@ func (w *worker) run() {
 		w.runTask(h)
 	}
 	w.drain()
+	returned = true
+	w.rt.workersDone.Done()
+}
+
+// replace continues the worker on a new goroutine after a task's code called
+// runtime.Goexit on this one (the task's guard, in task.poll or dropAfterFailure, has
+// completed that task). The worker's queues are intact; only the goroutine is lost, so
+// with Workers: 1 nothing would run again without this. A panic cannot get here: polls
+// and drops recover panics, so the goroutine ends only by Goexit.
+func (w *worker) replace() {
+	w.cx.task = nil
+	w.cx.waker = Waker{}
+	if h := w.lifo; h != nil {
+		// The guard may have woken the task's awaiter into the LIFO slot, which only
+		// runTask drains: queue it where the new goroutine (and park's check) sees it.
+		w.lifo = nil
+		w.q.pushBack(h, &w.rt.inject)
+	}
+	go w.run()
 }
 
 func (w *worker) nextTask() *header {
@@ -90,10 +116,10 @@ func (w *worker) nextTask() *header {
 }
 
 // maintenance runs every globalInterval ticks: adapt the interval, and drive timers if
-// they are due (worker 0 is the primary driver, seed 003; any worker helps when due).
+// they are due (worker 0 is the primary driver; any worker helps when due).
 func (w *worker) maintenance() {
 	rt := w.rt
-	now := rt.elapsed()
+	now := sinceProcStart()
 	if w.statStart != 0 && w.statPolls > 0 {
 		per := float64(now-w.statStart) / float64(w.statPolls)
 		if w.pollTimeEWMA == 0 {
@@ -110,7 +136,7 @@ func (w *worker) maintenance() {
 		w.globalInterval = max(iv, minGlobalInterval)
 	}
 	w.statStart, w.statPolls = now, 0
-	if rt.testClock == nil && rt.timers.due(nowTick(now)) {
+	if rt.testClock == nil && rt.timers.due(nowTick(rt.elapsed())) {
 		rt.processTimers(true) // never wait for the lock between tasks
 	}
 }
@@ -262,7 +288,7 @@ func (w *worker) park() {
 		}
 	}
 	// Timer duty: the first worker to park while timers are pending drives them and
-	// parks only until the next deadline (seed 003's "worker 0 or the parked worker with
+	// parks only until the next deadline ("worker 0 or the parked worker with
 	// the nearest deadline"); the others park without a timeout.
 	driver := rt.testClock == nil && rt.timers.active.Load() && rt.timerDriver.CompareAndSwap(-1, int32(w.id))
 	rt.idle.setParked(w.id)

@@ -3,12 +3,16 @@
  * in CI (.ci/spin.sh). One task, one worker polling it, and three other goroutines racing
  * with the worker:
  *
- *   Waker   makes the future's data ready and then wakes the task (wake during poll:
- *           RUNNING -> NOTIFIED, re-scheduled by toIdle after the poll);
- *   Aborter optionally aborts the task (abort before, during or after a poll);
- *   Joiner  awaits the JoinHandle (join-waker hand-off: it writes joinWaker only while
- *           JOIN_WAKER is clear, the completer reads it only after seeing JOIN_WAKER set;
- *           it may also replace its waker once, as a re-polled JoinHandle does).
+ *   Waker    makes the future's data ready and then wakes the task (wake during poll:
+ *            RUNNING -> NOTIFIED, re-scheduled by toIdle after the poll);
+ *   Aborter  optionally aborts the task (abort before, during or after a poll);
+ *   Joiner   awaits the JoinHandle (the join-waker hand-off, joinhandle.go: a poller
+ *            takes JOIN_LOCK to change joinWaker, writes it while JOIN_WAKER is clear, and
+ *            publishes it by setting JOIN_WAKER; the completer reads it only after seeing
+ *            JOIN_WAKER set). It may poll a second time with the same waker. The same
+ *            code handles several joiners (the list and JOIN_MULTI); taskjoin.pml checks
+ *            that part with three joiners against a completing task, which keeps each
+ *            model's state space small.
  *
  * Checked: the future is never polled by two parties at once nor after it was dropped;
  * it is dropped at most once; the completer never reads joinWaker while it is being
@@ -24,16 +28,22 @@
 #define NOTIFIED   8
 #define JOIN_INTEREST 16 /* not modelled: always set, the joiner never detaches */
 #define JOIN_WAKER 32
+#define JOIN_LOCK  64
+#define JOIN_MULTI 128
+#define LIST       3 /* slot value: the waiter list */
 #define LIFE(s) ((s) & LIFEMASK)
 
 byte state = SCHEDULED; /* spawned: one entry in the run queue */
+byte slot = 0;          /* joinWaker: 0 none, 1 or 2 a joiner's waker, LIST the list */
+bool inList[3];         /* joiner i is in the list */
+bool listClosed = false;
+bool woken[3];          /* joiner i was woken */
 byte queued = 1;        /* run-queue entries for the task */
 bool dataReady = false; /* what the future waits for */
 bool polling = false;
 bool dropped = false;
 bool outputWritten = false;
 bool joinWakerWriting = false;
-bool joinerWoken = false;
 bool wakerDone = false;
 bool aborterDone = false;
 
@@ -103,7 +113,13 @@ complete:
 		/* toComplete, then wake the joiner if it registered a waker */
 		atomic { cur = state; state = (cur & ~(LIFEMASK | NOTIFIED)) | COMPLETE };
 		if
-		:: (cur & JOIN_WAKER) != 0 -> assert(!joinWakerWriting); joinerWoken = true
+		:: (cur & JOIN_WAKER) != 0 ->
+			assert(!joinWakerWriting);
+			if
+			:: slot == LIST -> /* joinWaiters.wake: close the list, wake every entry */
+				atomic { listClosed = true; woken[1] = woken[1] || inList[1]; woken[2] = woken[2] || inList[2] }
+			:: else -> woken[slot] = true
+			fi
 		:: else
 		fi;
 next:
@@ -166,61 +182,107 @@ active proctype Aborter() {
 	aborterDone = true
 }
 
-/* setJoinWaker / unsetJoinWaker loops; done = true means the task completed first. */
-inline setJoinWaker(done) {
-	done = false;
-	do
-	:: cur = state;
+/* registerJoinWaker (joinhandle.go): registered = false means the task completed first
+ * (the output is ready). */
+inline writeSlot(v) {
+	atomic { assert(!joinWakerWriting); joinWakerWriting = true };
+	slot = v;
+	joinWakerWriting = false
+}
+
+/* publishJoinWaker: set JOIN_WAKER | extra and clear JOIN_LOCK in one CAS, unless the
+ * task completed (then release the lock). A CAS loop that retries until it succeeds is a
+ * single atomic read-modify-write, which is how the join loops are modelled (it keeps
+ * the state space small; the worker's loops above keep their explicit loads and CASes). */
+inline publish(extra, done) {
+	atomic {
 		if
-		:: LIFE(cur) == COMPLETE -> done = true; break
-		:: else ->
-			cas(cur, cur | JOIN_WAKER, ok);
+		:: LIFE(state) == COMPLETE -> state = state & ~JOIN_LOCK; done = true
+		:: else -> state = (state | JOIN_WAKER | extra) & ~JOIN_LOCK; done = false
+		fi
+	}
+}
+
+inline listAdd(me, done) {
+	atomic {
+		if
+		:: listClosed -> done = true
+		:: else -> inList[me] = true; done = false
+		fi
+	}
+}
+
+inline register(me, done) {
+	done = false;
+	cur = state;
+	if
+	:: LIFE(cur) == COMPLETE -> done = true
+	:: LIFE(cur) != COMPLETE && (cur & JOIN_MULTI) != 0 -> listAdd(me, done)
+	:: LIFE(cur) != COMPLETE && (cur & JOIN_MULTI) == 0 ->
+		/* lockJoin: yields while another poller holds the lock */
+		atomic {
+			(LIFE(state) == COMPLETE || (state & JOIN_LOCK) == 0);
 			if
-			:: ok -> break
+			:: LIFE(state) == COMPLETE -> done = true
+			:: else -> state = state | JOIN_LOCK; cur = state
+			fi
+		};
+		if
+		:: done -> skip
+		:: !done && (cur & JOIN_MULTI) != 0 ->
+			atomic { state = state & ~JOIN_LOCK };
+			listAdd(me, done)
+		:: !done && (cur & JOIN_MULTI) == 0 && (cur & JOIN_WAKER) == 0 ->
+			writeSlot(me);
+			publish(0, done)
+		:: !done && (cur & JOIN_MULTI) == 0 && (cur & JOIN_WAKER) != 0 && slot == me ->
+			atomic { state = state & ~JOIN_LOCK } /* same waker: nothing to do */
+		:: !done && (cur & JOIN_MULTI) == 0 && (cur & JOIN_WAKER) != 0 && slot != me ->
+			old = slot;
+			/* unsetJoinWaker: fails if the task completed */
+			atomic {
+				if
+				:: LIFE(state) == COMPLETE -> state = state & ~JOIN_LOCK; done = true
+				:: else -> state = state & ~JOIN_WAKER
+				fi
+			};
+			if
+			:: !done ->
+				inList[old] = true; inList[me] = true; /* the new list, not yet shared */
+				writeSlot(LIST);
+				publish(JOIN_MULTI, done);
+				if
+				:: done -> woken[old] = true /* completed meanwhile: wake the first waiter */
+				:: else
+				fi
 			:: else
 			fi
 		fi
-	od
+	fi
 }
 
-active proctype Joiner() {
-	byte cur; bool ok; bool done;
-	if
-	:: LIFE(state) == COMPLETE -> goto read
-	:: else
-	fi;
-	joinWakerWriting = true; /* write joinWaker: allowed, JOIN_WAKER is clear */
-	joinWakerWriting = false;
-	setJoinWaker(done);
+proctype Joiner(byte me) {
+	byte cur; bool done; byte old;
+	register(me, done);
 	if
 	:: done -> goto read
 	:: else
 	fi;
 	if
-	:: true -> /* polled again with a different waker: take the slot back, rewrite it */
-		do
-		:: cur = state;
-			if
-			:: LIFE(cur) == COMPLETE -> goto read
-			:: else ->
-				cas(cur, cur & ~JOIN_WAKER, ok);
-				if
-				:: ok -> break
-				:: else
-				fi
-			fi
-		od;
-		joinWakerWriting = true;
-		joinWakerWriting = false;
-		setJoinWaker(done);
+	:: true -> /* polled again (a spurious wake-up), with the same waker */
+		register(me, done);
 		if
 		:: done -> goto read
 		:: else
 		fi
 	:: true -> skip
 	fi;
-	joinerWoken; /* parked until the completer wakes us */
+	woken[me]; /* parked until someone wakes us */
 read:
 	assert(LIFE(state) == COMPLETE);
 	assert(outputWritten || dropped)
+}
+
+init {
+	run Joiner(2) /* one joiner here (it re-polls); taskjoin.pml checks several */
 }
