@@ -127,6 +127,35 @@ func TestDefectsBlockingGoJobDoesNotHoldCall(t *testing.T) {
 	}
 }
 
+// Item 3, on a worker: a worker waiting in a join (here inside a Go job) must not run
+// a blocking Go job beneath the join.
+func TestDefectsBlockingGoJobDoesNotHoldWorkerJoin(t *testing.T) {
+	for round := 0; round < 5; round++ {
+		p := newPool(t, Config{Workers: 2})
+		started := make(chan struct{})
+		release := make(chan struct{})
+		joined := make(chan struct{})
+		p.Go(func(t *Task) {
+			stolen := make(chan struct{})
+			var j Job[chan struct{}, int]
+			fu := j.Fork(t, func(_ *Task, c chan struct{}) int {
+				close(stolen)
+				<-c
+				return 1
+			}, started)
+			<-stolen // the other worker took the fork
+			p.Go(func(*Task) {
+				close(started)
+				<-release
+			})
+			fu.Join(t) // waits here while the blocking Go job is queued
+			close(joined)
+		})
+		within(t, 10*time.Second, "a worker's join while a blocking Go job was queued", func() { <-joined })
+		close(release)
+	}
+}
+
 // Item 4: Goexit inside Call's function must not leave the Call counted: Close returns.
 func TestDefectsGoexitInCallThenClose(t *testing.T) {
 	p, _ := NewPool(Config{Workers: 2})
@@ -252,6 +281,28 @@ func TestDefectsGoexitEveryEntry(t *testing.T) {
 					}
 				}()
 				Join(t, func(*Task) { time.Sleep(time.Millisecond) }, func(*Task) { runtime.Goexit() })
+				returned = true
+				res <- nil
+			})
+			if r := <-res; r != nil {
+				panic(r)
+			}
+		}},
+		{"nested Call in a Go job", func(p *Pool) {
+			res := make(chan any, 1)
+			p.Go(func(t *Task) {
+				returned := false
+				defer func() {
+					if r := recover(); r != nil {
+						res <- r
+					} else if !returned {
+						res <- &PanicError{Value: ErrGoexit} // the worker's goroutine exited
+					}
+				}()
+				p.Call(func(t *Task) {
+					Join(t, func(*Task) {}, func(*Task) {})
+					runtime.Goexit()
+				})
 				returned = true
 				res <- nil
 			})
