@@ -333,10 +333,12 @@ func TestDefectsGoexitEveryEntry(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, w := range []int{1, 3} {
-			p, _ := NewPool(Config{Workers: w})
 			what := fmt.Sprintf("%s, workers=%d", c.name, w)
-			expectGoexit(t, what, func() { c.run(p) })
-			checkPoolAlive(t, p, what)
+			t.Run(what, func(t *testing.T) {
+				p, _ := NewPool(Config{Workers: w})
+				expectGoexit(t, what, func() { c.run(p) })
+				checkPoolAlive(t, p, what)
+			})
 		}
 	}
 }
