@@ -563,21 +563,6 @@ func TestDefectsNilArguments(t *testing.T) {
 			}
 			rec(t, 8)
 		})},
-		{"Fork nil function, then Stolen", "nil", call(func(t *Task) {
-			var rec func(t *Task, d int)
-			rec = func(t *Task, d int) {
-				if d == 0 {
-					if _, ok := j.Fork(t, nil, 1).Stolen(t); !ok {
-						return
-					}
-					return
-				}
-				fu := j.Fork(t, inc, 1)
-				rec(t, d-1)
-				fu.Join(t)
-			}
-			rec(t, 8)
-		})},
 		{"Future.Join nil task", "nil", call(func(t *Task) {
 			fu := j.Fork(t, inc, 1)
 			defer fu.Join(t)

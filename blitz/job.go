@@ -204,10 +204,12 @@ func newSlab[In, Out any](t *Task, id int) *slab[In, Out] {
 // (largest) job first; thieves taking jobs make room, so the next fork is pushed again.
 // Fork never allocates once the Task's slab for jb is deep enough.
 //
-// Fork panics if fn is nil: at once when it pushes the fork, otherwise when the Future
-// is joined (Join or Stolen), so that the unpushed path stays one load and a compare.
-// A nil t is not checked (the inlined fast path has no room for it): it faults with a
-// nil pointer dereference in Fork.
+// Fork panics if fn is nil: at once when it pushes the fork, otherwise when Join would
+// run it, so that the unpushed path stays one load and a compare. (Stolen never calls
+// fn when it reports false, so with Stolen an unpushed nil fn is never reported; it is
+// never called either.) A nil t is not checked: the inlined fast path has no room for
+// the compare within the compiler's inlining budget, and Fork faults with a nil
+// pointer dereference instead.
 func (jb *Job[In, Out]) Fork(t *Task, fn func(t *Task, in In) Out, in In) Future[In, Out] {
 	// Push while fewer than EagerLevels eager forks are unjoined, or while the deque
 	// holds fewer than SplitDepth jobs: both in one load (see Task.gate).
@@ -263,11 +265,16 @@ func Fork[In, Out any](t *Task, jb *Job[In, Out], fn func(t *Task, in In) Out, i
 // Join panics if the Future is not the Task's most recent unjoined pushed fork (joins
 // must be LIFO), was already joined, or belongs to another Task.
 func (fu Future[In, Out]) Join(t *Task) Out {
-	if t == nil {
-		panic(errNilJoinTask)
-	}
 	if out, ok := fu.Stolen(t); ok {
 		return out
+	}
+	// Not pushed or not stolen: run it here. Fork checks fn only when it pushes (to
+	// stay inlined), so a nil fn of an unpushed fork is reported here.
+	if fu.fn == nil {
+		panic(errNilFork)
+	}
+	if t == nil {
+		panic(errNilJoinTask)
 	}
 	return fu.fn(t, fu.in)
 }
@@ -287,26 +294,16 @@ func (fu Future[In, Out]) Join(t *Task) Out {
 // After false the job is gone from the deque and will never run unless the caller runs
 // it. The rules of Join apply.
 func (fu Future[In, Out]) Stolen(t *Task) (out Out, ok bool) {
-	// A fork with a nil function that was not pushed (Fork checks only when it
-	// pushes, to stay inlined) is reported here: joinPushed panics for it.
-	if fu.f != nil || fu.fn == nil {
-		out, ok = joinPushed(t, fu)
+	if fu.f != nil {
+		out, ok = joinPushed(t, fu.f, fu.gen)
 	}
 	return
 }
 
 // joinPushed joins a frame that was pushed to t's deque: either it is still there (then
 // it is the bottom item: pushes and joins are LIFO) and we take it back, or a thief took
-// it and we wait. (It takes the whole Future, not its fields, because that keeps
-// Stolen within the inlining budget.)
-func joinPushed[In, Out any](t *Task, fu Future[In, Out]) (Out, bool) {
-	f, gen := fu.f, fu.gen
-	if f == nil {
-		if fu.fn == nil {
-			panic(errNilFork)
-		}
-		return *new(Out), false
-	}
+// it and we wait.
+func joinPushed[In, Out any](t *Task, f *frame[In, Out], gen uint32) (Out, bool) {
 	if t == nil {
 		panic(errNilJoinTask)
 	}
