@@ -186,7 +186,7 @@ func NewPool(cfg Config) (*Pool, error) {
 	p.guestSeed = seed ^ 0xD1B54A32D192ED03
 	slots := make([]atomic.Pointer[Task], 8)
 	p.guestSlots.Store(&slots)
-	p.serial = poolSerials.Add(1)
+	p.serial = newSerial()
 	p.wg.Add(n)
 	for _, w := range p.workers {
 		go p.runWorker(w)
@@ -298,6 +298,7 @@ func (p *Pool) Close() {
 			p.wakeSpecific(i)
 		}
 		p.wg.Wait()
+		freeSerial(p.serial)
 	})
 }
 
@@ -667,44 +668,148 @@ func SetDefault(cfg Config) error {
 	return nil
 }
 
-// poolSerials numbers pools for withMark; 0 is never used.
-var poolSerials atomic.Uint64
+// poolSerials numbers the pools for withMark. Close gives a pool's number back, so the
+// numbers of the live pools stay small and their marks short. 0 is never used.
+var poolSerials struct {
+	mu   sync.Mutex
+	next uint64
+	free []uint64
+}
+
+func newSerial() uint64 {
+	poolSerials.mu.Lock()
+	defer poolSerials.mu.Unlock()
+	if n := len(poolSerials.free); n > 0 {
+		s := poolSerials.free[n-1]
+		poolSerials.free = poolSerials.free[:n-1]
+		return s
+	}
+	poolSerials.next++
+	return poolSerials.next
+}
+
+// freeSerial gives the number of a closed pool back. Its work has finished, so no mark
+// of it is on a stack where it could be mistaken for the next pool's.
+func freeSerial(s uint64) {
+	poolSerials.mu.Lock()
+	defer poolSerials.mu.Unlock()
+	poolSerials.free = append(poolSerials.free, s)
+}
 
 // withMark calls f with the pool's serial number written on the goroutine's call
 // stack, so that Close can tell whether it is called from inside the pool's work
 // (onStack). Go has no goroutine-local storage; the call stack is the one piece of a
-// goroutine's state its own code can read (runtime.Callers). The serial is written as
-// a chain of calls to markBit0 and markBit1, one per bit from the lowest, ended by
-// markEnd, which calls f. Every goroutine that runs the pool's work does so under a
-// mark: workers, Calls and detached Go jobs. The cost is one call per bit of the
-// serial (pools are numbered from 1), a few nanoseconds per Call.
+// goroutine's state its own code can read (runtime.Callers). The serial is written in
+// base 16, lowest digit first, as a chain of calls to the marker functions markD0 ...
+// markDF, the last of which calls f. Every goroutine that runs the pool's work does so
+// under a mark: workers, Calls and detached Go jobs. The cost is two calls per digit
+// (one digit for the first 15 live pools). The calls are direct, not through a table
+// of functions, so that escape analysis sees that f does not escape: a Call allocates
+// nothing.
 func (p *Pool) withMark(f func()) { markNext(p.serial, f) }
 
+// markNext calls the marker function of the lowest digit of rest, which continues the
+// mark with the other digits, then calls f.
 func markNext(rest uint64, f func()) {
-	switch {
-	case rest == 0:
-		markEnd(f)
-	case rest&1 == 0:
-		markBit0(rest>>1, f)
+	if rest == 0 {
+		f()
+		return
+	}
+	r := rest >> 4
+	switch rest & 15 {
+	case 0:
+		markD0(r, f)
+	case 1:
+		markD1(r, f)
+	case 2:
+		markD2(r, f)
+	case 3:
+		markD3(r, f)
+	case 4:
+		markD4(r, f)
+	case 5:
+		markD5(r, f)
+	case 6:
+		markD6(r, f)
+	case 7:
+		markD7(r, f)
+	case 8:
+		markD8(r, f)
+	case 9:
+		markD9(r, f)
+	case 10:
+		markDA(r, f)
+	case 11:
+		markDB(r, f)
+	case 12:
+		markDC(r, f)
+	case 13:
+		markDD(r, f)
+	case 14:
+		markDE(r, f)
 	default:
-		markBit1(rest>>1, f)
+		markDF(r, f)
 	}
 }
 
 //go:noinline
-func markBit0(rest uint64, f func()) { markNext(rest, f) }
+func markD0(rest uint64, f func()) { markNext(rest, f) }
 
 //go:noinline
-func markBit1(rest uint64, f func()) { markNext(rest, f) }
+func markD1(rest uint64, f func()) { markNext(rest, f) }
 
 //go:noinline
-func markEnd(f func()) { f() }
+func markD2(rest uint64, f func()) { markNext(rest, f) }
 
-var markNames = sync.OnceValue(func() (names [3]string) {
-	for i, f := range []any{markBit0, markBit1, markEnd} {
-		names[i] = runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()
+//go:noinline
+func markD3(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD4(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD5(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD6(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD7(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD8(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD9(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markDA(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markDB(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markDC(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markDD(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markDE(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markDF(rest uint64, f func()) { markNext(rest, f) }
+
+// markDigitOf maps the names of the marker functions to their digits.
+var markDigitOf = sync.OnceValue(func() map[string]uint64 {
+	m := make(map[string]uint64, 16)
+	for d, f := range []func(uint64, func()){
+		markD0, markD1, markD2, markD3, markD4, markD5, markD6, markD7,
+		markD8, markD9, markDA, markDB, markDC, markDD, markDE, markDF,
+	} {
+		m[runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()] = uint64(d)
 	}
-	return names
+	return m
 })
 
 // onStack reports whether the calling goroutine is running the pool's work: whether a
@@ -719,33 +824,24 @@ func (p *Pool) onStack() bool {
 		}
 		pcs = make([]uintptr, 2*len(pcs))
 	}
-	names := markNames()
+	digits := markDigitOf()
 	frames := runtime.CallersFrames(pcs)
-	// Innermost first: markEnd, then the bit calls from the highest bit down.
+	// Innermost first, a mark reads from its highest digit down; a mark is a run of
+	// marker frames, with markNext frames between them (skipped).
 	inMark := false
 	var v uint64
 	for {
 		fr, more := frames.Next()
-		switch fr.Function {
-		case names[2]:
+		if d, ok := digits[fr.Function]; ok {
+			if !inMark {
+				inMark, v = true, 0
+			}
+			v = v<<4 | d
+		} else if !strings.HasSuffix(fr.Function, ".markNext") {
 			if inMark && v == p.serial {
 				return true
 			}
-			inMark, v = true, 0
-		case names[0], names[1]:
-			if inMark {
-				v <<= 1
-				if fr.Function == names[1] {
-					v |= 1
-				}
-			}
-		default:
-			if inMark && !strings.HasSuffix(fr.Function, ".markNext") {
-				if v == p.serial {
-					return true
-				}
-				inMark = false
-			}
+			inMark = false
 		}
 		if !more {
 			return inMark && v == p.serial
