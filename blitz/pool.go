@@ -64,8 +64,9 @@ type Config struct {
 	EagerLevels int
 	// PanicHandler receives panics of jobs started with Pool.Go, which have nobody to
 	// re-raise them to. It runs on the goroutine that ran the job, with no other work
-	// beneath it. Nil means the panic crashes the program, as a panic in a goroutine
-	// started with the go statement does; it never surfaces anywhere else.
+	// beneath it, while Close still counts the job as running (so it must not call
+	// the pool's Close). Nil means the panic crashes the program, as a panic in a
+	// goroutine started with the go statement does; it never surfaces anywhere else.
 	PanicHandler func(*PanicError)
 }
 
