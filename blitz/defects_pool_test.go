@@ -591,3 +591,76 @@ func TestDefectsNilArguments(t *testing.T) {
 		}
 	}
 }
+
+// Items 3 and 4 together: Calls that fork and join run while Go jobs panic (into a
+// PanicHandler), exit, block for a while and make nested parallel loops. Every Call
+// must return its own correct result, never a Go job's panic; every panic reaches the
+// handler; Close returns.
+func TestDefectsGoJobsMixedStress(t *testing.T) {
+	rounds := 3
+	if raceEnabled {
+		rounds = 2
+	}
+	for round := 0; round < rounds; round++ {
+		var handled atomic.Int32
+		p, _ := NewPool(Config{Workers: 3, PanicHandler: func(pe *PanicError) {
+			if pe.Value != "mixed-go-panic" {
+				panic(fmt.Sprintf("PanicHandler got %v", pe.Value))
+			}
+			handled.Add(1)
+		}})
+		const callers, goJobs = 8, 120
+		var panics atomic.Int32
+		var wg sync.WaitGroup
+		errs := make(chan string, callers)
+		for c := 0; c < callers; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := 0; k < 20; k++ {
+					var got int
+					func() {
+						defer func() {
+							if r := recover(); r != nil {
+								errs <- fmt.Sprintf("Call panicked: %v", r)
+							}
+						}()
+						got = Call(p, func(t *Task) int { return fib(t, 16) })
+					}()
+					if got != fibSeq(16) {
+						errs <- fmt.Sprintf("Call returned %d, want %d", got, fibSeq(16))
+						return
+					}
+				}
+			}()
+		}
+		for i := 0; i < goJobs; i++ {
+			switch i % 4 {
+			case 0:
+				panics.Add(1)
+				p.Go(func(*Task) { panic("mixed-go-panic") })
+			case 1:
+				p.Go(func(*Task) { runtime.Goexit() })
+			case 2:
+				p.Go(func(*Task) { time.Sleep(time.Duration(i%7) * 100 * time.Microsecond) })
+			default:
+				p.Go(func(t *Task) {
+					var n atomic.Int64
+					For(500, func(lo, hi int) { n.Add(int64(hi - lo)) }, WithPool(p), WithGrain(16))
+					if n.Load() != 500 {
+						panic("mixed-go-panic") // counted as a missing handler call below
+					}
+				})
+			}
+		}
+		within(t, 30*time.Second, "Calls beside panicking, exiting and blocking Go jobs", wg.Wait)
+		within(t, 30*time.Second, "Close after the mixed Go jobs", p.Close)
+		close(errs)
+		for e := range errs {
+			t.Fatalf("round %d: %s", round, e)
+		}
+		if handled.Load() != panics.Load() {
+			t.Fatalf("round %d: PanicHandler called %d times, want %d", round, handled.Load(), panics.Load())
+		}
+	}
+}
