@@ -125,13 +125,13 @@ type Pool struct {
 	// Guest Tasks (see acquireGuest). The busy ones are guestSlots[0:nGuests]: workers
 	// scan only those. Released guests go to free, at most guestKeep of them; the rest
 	// are dropped, their counters folded into retired.
-	guestSlots atomic.Pointer[[]atomic.Pointer[Task]]
-	nGuests    atomic.Int32
-	guestMu    sync.Mutex
-	free       []*Task // guarded by guestMu
-	guestKeep  int
-	guestSeed  uint64                            // guarded by guestMu
-	retired    struct{ executed, stolen uint64 } // guarded by guestMu
+	guestSlots    atomic.Pointer[[]atomic.Pointer[Task]]
+	nGuests       atomic.Int32
+	guestMu       sync.Mutex
+	free          []*Task // guarded by guestMu
+	guestKeep     int
+	guestRNGState uint64                            // guarded by guestMu
+	retired       struct{ executed, stolen uint64 } // guarded by guestMu
 
 	// serial identifies the pool on the stacks of the goroutines running its work
 	// (see withMark).
@@ -184,7 +184,7 @@ func NewPool(cfg Config) (*Pool, error) {
 		p.workers[i] = w
 	}
 	p.guestKeep = max(2*n, 8)
-	p.guestSeed = seed ^ 0xD1B54A32D192ED03
+	p.guestRNGState = seed ^ 0xD1B54A32D192ED03
 	slots := make([]atomic.Pointer[Task], 8)
 	p.guestSlots.Store(&slots)
 	p.serial = newSerial()
@@ -379,8 +379,8 @@ func (p *Pool) acquireGuest() *Task {
 		p.free[n-1] = nil
 		p.free = p.free[:n-1]
 	} else {
-		p.guestSeed += 0x9E3779B97F4A7C15
-		g = newTask(p, -1, p.guestSeed)
+		p.guestRNGState += 0x9E3779B97F4A7C15
+		g = newTask(p, -1, p.guestRNGState)
 	}
 	n := int(p.nGuests.Load())
 	slots := *p.guestSlots.Load()
