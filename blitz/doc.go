@@ -50,7 +50,14 @@
 //
 // A panic in forked work is re-raised in the goroutine that joins it, as a *PanicError
 // carrying the value and the stack of the panicking goroutine, after the sibling work
-// has finished. Workers never die of a user panic.
+// has finished. Workers never die of a user panic. A job that calls runtime.Goexit
+// (t.Fatal does) ends the goroutine running it; its joiner receives a *PanicError
+// wrapping ErrGoexit, and a worker goroutine that exits is replaced. A job started with
+// Pool.Go runs in isolation (never beneath other work), and its panic crashes the
+// program unless Config.PanicHandler is set, as a panic in a goroutine would.
+//
+// Nil pools, Tasks and functions given to the package's functions panic at once with
+// a message naming the argument (the one exception is Fork's Task, see Job.Fork).
 //
 // # How it works
 //
@@ -67,8 +74,9 @@
 //     sleeping count; posters wake only as many sleepers as the awake-but-idle workers
 //     cannot serve. An idle pool's workers are blocked, using no CPU.
 //   - Frames (job.go, task.go): a future cannot live on a goroutine stack in Go (stacks
-//     move), so each Task keeps per-Job slabs of frames reused in LIFO order. Forks use
-//     lazy binary splitting: a fork is pushed to the deque only while the deque holds
+//     move), so each Task keeps slabs of frames reused in LIFO order, one per Job
+//     type pair [In, Out], not per Job value, so that memory is bounded by the types
+//     in use. Forks use lazy binary splitting: a fork is pushed to the deque only while the deque holds
 //     fewer than SplitDepth jobs (or while it is one of the first EagerLevels nested
 //     forks), otherwise it costs an atomic load and runs at its Join ("Lazy binary
 //     splitting" in the Task documentation). Thieves take the oldest, biggest pushed
@@ -78,7 +86,13 @@
 //   - Guests (Pool.Call): a goroutine from outside becomes a guest worker for the
 //     duration of its call, as the seeds' main_worker: no hand-off, and its forks can be
 //     stolen like a worker's. So during a call the caller computes alongside the
-//     Workers workers; Pool.Go hands work to the workers instead.
+//     Workers workers; Pool.Go hands work to the workers instead. Workers scan only
+//     the guests of the Calls in flight; released guest Tasks are kept for reuse up to
+//     a bound (twice the workers, at least 8) and dropped beyond it.
+//   - Close (Pool.Close) waits for the work in flight, which may still make nested
+//     calls meanwhile. Workers, Calls and detached Go jobs run under a mark on their
+//     goroutine's call stack, so Close can tell that it was called from the pool's own
+//     work (it panics rather than wait for itself).
 //
 // The Promela model spin/jec.pml checks the sleep protocol with two workers and a poster
 // that publishes deque and injected jobs: a posted job is always taken. spin must

@@ -158,9 +158,9 @@ func checkIdleTasks(tb testing.TB, p *Pool) {
 			tb.Fatalf("%s: gate=%d after all joins, want %d (split %d + bonus)", what, g-eagerBonus, want-eagerBonus, p.split)
 		}
 	}
-	for i, g := range *p.guests.Load() {
-		if !g.busy.Load() {
-			check(fmt.Sprintf("guest %d", i), g)
-		}
+	p.guestMu.Lock()
+	defer p.guestMu.Unlock()
+	for i, g := range p.free {
+		check(fmt.Sprintf("guest %d", i), g)
 	}
 }

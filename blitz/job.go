@@ -1,6 +1,7 @@
 package blitz
 
 import (
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -29,6 +30,9 @@ type job struct {
 	owner *Task
 	// eager is true when the frame was pushed because of EagerLevels (see Task).
 	eager bool
+	// isolated marks a Go job: it runs only at the bottom of a goroutine, never
+	// beneath other work (see Task.runOther).
+	isolated bool
 	// release gives a frame's slot back to its slab (frames only); used when a panic
 	// unwinds past a fork that was never joined.
 	release func(j *job)
@@ -76,8 +80,35 @@ func (s *slab[In, Out]) grow() {
 	s.frames = append(s.frames, f)
 }
 
-// jobIDs numbers Jobs so each Task can find its slab for a Job by index.
-var jobIDs atomic.Int32
+// jobTypes numbers the distinct [In, Out] type pairs of the Jobs in use, so that each
+// Task finds its slab for a Job by index. The slab belongs to the type pair, not to
+// the Job value: a Task's pushed frames are joined in LIFO order whatever Job they
+// came from, so the frames of every Job[In, Out] can share one LIFO slab. Numbering
+// Job values instead (one slab per Job ever used) made a Task's slab table grow with
+// every Job a generic function declared per call, and the int32 numbers wrap. The
+// type pairs of a program are fixed at compile time, so the table is bounded by them.
+var jobTypes struct {
+	ids sync.Map // any((*frame[In, Out])(nil)) -> int32; its dynamic type is the key
+	mu  sync.Mutex
+	n   int32 // guarded by mu
+}
+
+// jobTypeIndex returns the index of the type pair [In, Out], numbering it on first use.
+func jobTypeIndex[In, Out any]() int32 {
+	key := any((*frame[In, Out])(nil))
+	if v, ok := jobTypes.ids.Load(key); ok {
+		return v.(int32)
+	}
+	jobTypes.mu.Lock()
+	defer jobTypes.mu.Unlock()
+	if v, ok := jobTypes.ids.Load(key); ok {
+		return v.(int32)
+	}
+	id := jobTypes.n
+	jobTypes.n++
+	jobTypes.ids.Store(key, id)
+	return id
+}
 
 // Job is the zero-allocation fork/join of the seeds' Future(Input, Output): a slab key
 // declared once, usually as a package-level variable, and used with the function to run:
@@ -103,19 +134,31 @@ var jobIDs atomic.Int32
 // constructor because a recursive function that refers to its own Job variable would be
 // an initialisation cycle in Go.)
 //
+// Each Task's frames belong to the Job's type pair [In, Out], not to the Job value:
+// Jobs of the same types share them (joins are LIFO per Task whatever the Job), so a
+// Task's memory is bounded by the type pairs in use and its deepest nesting, however
+// many Job values are made (a generic function may declare a Job per call).
+//
 // The zero value is ready to use. A Job is safe for concurrent use by any number of
 // Tasks and pools; it must not be copied after first use.
 type Job[In, Out any] struct {
 	id atomic.Int32 // slab index + 1; 0 until first use
 }
 
-// slabIndex returns the Job's slab index, numbering the Job on first use.
+// slabIndex returns the Job's slab index: its type pair's (see jobTypes), cached in
+// the Job after the first use.
 func (jb *Job[In, Out]) slabIndex() int {
 	if id := jb.id.Load(); id != 0 {
 		return int(id) - 1
 	}
-	jb.id.CompareAndSwap(0, jobIDs.Add(1))
-	return int(jb.id.Load()) - 1
+	return jb.firstUse()
+}
+
+//go:noinline
+func (jb *Job[In, Out]) firstUse() int {
+	id := jobTypeIndex[In, Out]()
+	jb.id.Store(id + 1) // racing first uses store the same value
+	return int(id)
 }
 
 // Future is the handle of one fork of a Job: join it exactly once, with the Task that
@@ -160,6 +203,13 @@ func newSlab[In, Out any](t *Task, id int) *slab[In, Out] {
 // the caller. Otherwise Fork pushes a frame to the deque, where a thief takes the oldest
 // (largest) job first; thieves taking jobs make room, so the next fork is pushed again.
 // Fork never allocates once the Task's slab for jb is deep enough.
+//
+// Fork panics if fn is nil: at once when it pushes the fork, otherwise when Join would
+// run it, so that the unpushed path stays one load and a compare. (Stolen never calls
+// fn when it reports false, so with Stolen an unpushed nil fn is never reported; it is
+// never called either.) A nil t is not checked: the inlined fast path has no room for
+// the compare within the compiler's inlining budget, and Fork faults with a nil
+// pointer dereference instead.
 func (jb *Job[In, Out]) Fork(t *Task, fn func(t *Task, in In) Out, in In) Future[In, Out] {
 	// Push while fewer than EagerLevels eager forks are unjoined, or while the deque
 	// holds fewer than SplitDepth jobs: both in one load (see Task.gate).
@@ -172,7 +222,7 @@ func (jb *Job[In, Out]) Fork(t *Task, fn func(t *Task, in In) Out, in In) Future
 // push is the pushing half of Fork: take the next frame of the slab, fill it, push it.
 func (jb *Job[In, Out]) push(t *Task, fn func(t *Task, in In) Out, in In) (fu Future[In, Out]) {
 	if fn == nil {
-		panic("blitz: Job.Fork: nil function")
+		panic(errNilFork)
 	}
 	fu.fn, fu.in = fn, in
 	s := slabOf(t, jb)
@@ -218,6 +268,14 @@ func (fu Future[In, Out]) Join(t *Task) Out {
 	if out, ok := fu.Stolen(t); ok {
 		return out
 	}
+	// Not pushed or not stolen: run it here. Fork checks fn only when it pushes (to
+	// stay inlined), so a nil fn of an unpushed fork is reported here.
+	if fu.fn == nil {
+		panic(errNilFork)
+	}
+	if t == nil {
+		panic(errNilJoinTask)
+	}
 	return fu.fn(t, fu.in)
 }
 
@@ -246,6 +304,9 @@ func (fu Future[In, Out]) Stolen(t *Task) (out Out, ok bool) {
 // it is the bottom item: pushes and joins are LIFO) and we take it back, or a thief took
 // it and we wait.
 func joinPushed[In, Out any](t *Task, f *frame[In, Out], gen uint32) (Out, bool) {
+	if t == nil {
+		panic(errNilJoinTask)
+	}
 	d := t.depth - 1
 	if d < 0 || t.stack[d] != &f.job || f.gen != gen {
 		panic(errJoinOrder)
@@ -276,7 +337,7 @@ func joinPushed[In, Out any](t *Task, f *frame[In, Out], gen uint32) (Out, bool)
 			atomic.AddInt64(&t.gate, delta)
 			delta = 0
 		}
-		t.waitFor(&f.job)
+		t.waitStolen(&f.job)
 	}
 	if delta != 0 {
 		atomic.AddInt64(&t.gate, delta)

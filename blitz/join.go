@@ -51,8 +51,11 @@ func firstPanic(ps ...*PanicError) *PanicError {
 // forked (another worker may steal it), a runs on the calling goroutine, then Join waits
 // for b (running it here if nobody took it, as Future.Join does). Both always run to completion. If either
 // panics, Join re-raises the panic as a *PanicError after both finished; a's panic wins
-// if both panic.
+// if both panic. Join panics with a message naming the argument if t, a or b is nil.
 func Join(t *Task, a, b func(t *Task)) {
+	if t == nil {
+		nilTask("Join")
+	}
 	if a == nil || b == nil {
 		panic("blitz: Join: nil function")
 	}
@@ -66,6 +69,15 @@ func Join(t *Task, a, b func(t *Task)) {
 
 // Join2 is Join for two functions with results.
 func Join2[A, B any](t *Task, a func(t *Task) A, b func(t *Task) B) (A, B) {
+	if t == nil {
+		nilTask("Join2")
+	}
+	if a == nil {
+		nilFunc("Join2", "a")
+	}
+	if b == nil {
+		nilFunc("Join2", "b")
+	}
 	var ra A
 	var rb B
 	Join(t, func(t *Task) { ra = a(t) }, func(t *Task) { rb = b(t) })
@@ -75,8 +87,17 @@ func Join2[A, B any](t *Task, a func(t *Task) A, b func(t *Task) B) (A, B) {
 // JoinN runs every fn, potentially in parallel, and returns when all have finished. It
 // splits the list in halves recursively, so a thief takes half of the remaining work at
 // a time. All functions run even if some panic; the panic of the lowest index is
-// re-raised as a *PanicError after all finished.
+// re-raised as a *PanicError after all finished. JoinN panics before running anything
+// if t or one of the functions is nil.
 func JoinN(t *Task, fns ...func(t *Task)) {
+	if t == nil {
+		nilTask("JoinN")
+	}
+	for _, f := range fns {
+		if f == nil {
+			nilFunc("JoinN", "in fns")
+		}
+	}
 	if p := runAll(t, fns); p != nil {
 		panic(p)
 	}
@@ -98,8 +119,16 @@ func runAll(t *Task, fns []func(*Task)) *PanicError {
 
 // TryJoin runs every fn like JoinN and waits for all of them (an error does not stop
 // the others). It returns the first non-nil error in argument order, or nil. Panics are
-// re-raised as in JoinN, after all finished.
+// re-raised as in JoinN, after all finished. Nil arguments panic as in JoinN.
 func TryJoin(t *Task, fns ...func(t *Task) error) error {
+	if t == nil {
+		nilTask("TryJoin")
+	}
+	for _, f := range fns {
+		if f == nil {
+			nilFunc("TryJoin", "in fns")
+		}
+	}
 	errs := make([]error, len(fns))
 	if p := runTry(t, tryArgs{fns, errs}); p != nil {
 		panic(p)
@@ -149,6 +178,17 @@ func (t *Task) protectErr(f func(*Task) error, err *error) (pe *PanicError) {
 // first error to occur (in time; the one that cancelled the others), or ctx's error if
 // ctx was cancelled and no fn failed, or nil.
 func TryJoinContext(ctx context.Context, t *Task, fns ...func(ctx context.Context, t *Task) error) error {
+	if ctx == nil {
+		panic("blitz: TryJoinContext: nil context.Context")
+	}
+	if t == nil {
+		nilTask("TryJoinContext")
+	}
+	for _, f := range fns {
+		if f == nil {
+			nilFunc("TryJoinContext", "in fns")
+		}
+	}
 	ctx2, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var first atomic.Pointer[error]

@@ -48,6 +48,18 @@ func wrapPanic(r any) *PanicError {
 var errJoinOrder = errors.New("blitz: Future.Join: the future is not the most recent unjoined fork of this Task " +
 	"(joins must be LIFO, each future joined once, with the Task that forked it)")
 
+// errNilFork is the panic of a fork with a nil function.
+var errNilFork = errors.New("blitz: Job.Fork: nil function")
+
+// errNilJoinTask is the panic of Future.Join with a nil Task.
+var errNilJoinTask = errors.New("blitz: Future.Join: nil *Task")
+
+// nilTask panics for a nil *Task given to fn.
+func nilTask(fn string) { panic("blitz: " + fn + ": nil *Task") }
+
+// nilFunc panics for a nil function given to fn as arg.
+func nilFunc(fn, arg string) { panic("blitz: " + fn + ": nil function " + arg) }
+
 // errUnjoined is the panic when a job returns while futures it forked are still unjoined.
 var errUnjoined = errors.New("blitz: a job returned with forked futures it never joined (every Fork needs a Join before the forking function returns)")
 
@@ -59,6 +71,14 @@ var errUnjoined = errors.New("blitz: a job returned with forked futures it never
 // dropped, one a thief took is waited for) so the Task can go on forking. A job that
 // returns with unjoined forks, whether it forgot a Join or recovered such a panic
 // itself, panics with an error saying so.
+//
+// Catch panics (without catching it) if t or f is nil.
 func Catch(t *Task, f func(t *Task)) *PanicError {
+	if t == nil {
+		nilTask("Catch")
+	}
+	if f == nil {
+		nilFunc("Catch", "f")
+	}
 	return t.protectCall(f)
 }

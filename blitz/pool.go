@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +18,16 @@ import (
 // ErrClosed is the error (and the panic value) of using a pool after Close:
 // errors.Is(err, ErrClosed) holds for it.
 var ErrClosed = errors.New("blitz: pool is closed")
+
+// ErrGoexit is the Value of the *PanicError that a job's joiner receives when the
+// goroutine running the job ended with runtime.Goexit (testing.T.FailNow and t.Fatal
+// call it) before the job finished: Join, Scope, Broadcast and the parallel functions
+// re-raise it like a panic, and errors.Is(err, ErrGoexit) holds for that *PanicError.
+// Goexit cannot be stopped: it ends the goroutine running the job, and with it any
+// other job that goroutine was running (a job runs other jobs while it waits for a
+// stolen fork), whose joiners receive ErrGoexit too. A worker that exits is replaced by
+// a new goroutine; a Go job that exits ends silently, as a goroutine does.
+var ErrGoexit = errors.New("blitz: the goroutine running the job exited (runtime.Goexit) before the job finished")
 
 // ErrConfig is wrapped by every error NewPool and SetDefault return for a bad Config.
 var ErrConfig = errors.New("blitz: invalid Config")
@@ -51,8 +63,10 @@ type Config struct {
 	// negative.
 	EagerLevels int
 	// PanicHandler receives panics of jobs started with Pool.Go, which have nobody to
-	// re-raise them to. Nil means the panic crashes the program, as a panic in a
-	// goroutine started with the go statement does.
+	// re-raise them to. It runs on the goroutine that ran the job, with no other work
+	// beneath it, while Close still counts the job as running (so it must not call
+	// the pool's Close). Nil means the panic crashes the program, as a panic in a
+	// goroutine started with the go statement does; it never surfaces anywhere else.
 	PanicHandler func(*PanicError)
 }
 
@@ -108,8 +122,20 @@ type Pool struct {
 	stopping  atomic.Bool
 	injected  lockfree.TreiberStack[*job]
 
-	guests  atomic.Pointer[[]*Task] // guest Tasks, busy or free; only ever appended
-	guestMu sync.Mutex
+	// Guest Tasks (see acquireGuest). The busy ones are guestSlots[0:nGuests]: workers
+	// scan only those. Released guests go to free, at most guestKeep of them; the rest
+	// are dropped, their counters folded into retired.
+	guestSlots    atomic.Pointer[[]atomic.Pointer[Task]]
+	nGuests       atomic.Int32
+	guestMu       sync.Mutex
+	free          []*Task // guarded by guestMu
+	guestKeep     int
+	guestRNGState uint64                            // guarded by guestMu
+	retired       struct{ executed, stolen uint64 } // guarded by guestMu
+
+	// serial identifies the pool on the stacks of the goroutines running its work
+	// (see withMark).
+	serial uint64
 
 	// ops counts Calls, Go jobs and Broadcasts in flight; closedBit marks Close.
 	ops       atomic.Int64
@@ -157,21 +183,35 @@ func NewPool(cfg Config) (*Pool, error) {
 		w.sleeper.cond.L = &w.sleeper.mu
 		p.workers[i] = w
 	}
-	empty := []*Task{}
-	p.guests.Store(&empty)
+	p.guestKeep = max(2*n, 8)
+	p.guestRNGState = seed ^ 0xD1B54A32D192ED03
+	slots := make([]atomic.Pointer[Task], 8)
+	p.guestSlots.Store(&slots)
+	p.serial = newSerial()
 	p.wg.Add(n)
 	for _, w := range p.workers {
-		go w.workerLoop()
+		go p.runWorker(w)
 	}
 	return p, nil
 }
 
 // NumWorkers returns the number of worker goroutines.
-func (p *Pool) NumWorkers() int { return len(p.workers) }
+func (p *Pool) NumWorkers() int {
+	if p == nil {
+		panic(nilPool("NumWorkers"))
+	}
+	return len(p.workers)
+}
+
+// nilPool is the panic message of a method called on a nil *Pool.
+func nilPool(method string) string { return "blitz: Pool." + method + ": nil *Pool" }
 
 // Stats returns the pool's counters. Reading them while the pool runs gives a recent
 // snapshot, not an atomic one.
 func (p *Pool) Stats() Stats {
+	if p == nil {
+		panic(nilPool("Stats"))
+	}
 	s := Stats{
 		Injected: p.stats.injected.Load(),
 		Sleeps:   p.stats.sleeps.Load(),
@@ -184,19 +224,39 @@ func (p *Pool) Stats() Stats {
 	for _, w := range p.workers {
 		add(w)
 	}
-	for _, g := range *p.guests.Load() {
+	// Under guestMu no guest moves between the busy slots, the free list and retired,
+	// so none is counted twice or missed.
+	p.guestMu.Lock()
+	defer p.guestMu.Unlock()
+	slots := *p.guestSlots.Load()
+	for i := range int(p.nGuests.Load()) {
+		add(slots[i].Load())
+	}
+	for _, g := range p.free {
 		add(g)
 	}
+	s.Executed += p.retired.executed
+	s.Stolen += p.retired.stolen
 	return s
 }
 
 // enter registers an operation (Call, Go, Broadcast) so Close waits for it.
+//
+// It is refused only once the pool is closed and drained (ops == closedBit), not as
+// soon as Close began: work that Close is waiting for may make nested calls (every
+// parallel loop inside a job is a Call), and refusing them would fail work that Close
+// promised to let finish. Once the count has reached closedBit nothing can raise it
+// again (the CAS below never succeeds from there), so Close's drain is final.
 func (p *Pool) enter() error {
-	if p.ops.Add(1)&closedBit != 0 {
-		p.exit()
-		return ErrClosed
+	for {
+		v := p.ops.Load()
+		if v == closedBit {
+			return ErrClosed
+		}
+		if p.ops.CompareAndSwap(v, v+1) {
+			return nil
+		}
 	}
-	return nil
 }
 
 func (p *Pool) exit() {
@@ -209,9 +269,23 @@ func (p *Pool) exit() {
 // stops the workers and returns once every worker goroutine has exited. Close is
 // idempotent; concurrent calls all return after the pool stopped.
 //
-// After Close, Call, Go and Broadcast panic with ErrClosed (TryCall returns it). Close
-// must not be called from a job running on the same pool: it would wait for itself.
+// While Close waits, the work in flight may still start new Calls, Go jobs and
+// Broadcasts (a parallel loop inside a job is a Call), and Close waits for those too;
+// so may other goroutines, since the pool cannot tell them apart. Once the work in
+// flight has finished, Call, Go and Broadcast panic with ErrClosed (TryCall returns it).
+//
+// Close panics if it is called from inside the pool's own work (a Call's function, a
+// job, a Go job, a Broadcast share, a loop body run by the pool): it would wait for
+// itself. It cannot detect a call made on another goroutine that such work waits for;
+// that deadlocks.
 func (p *Pool) Close() {
+	if p == nil {
+		panic(nilPool("Close"))
+	}
+	if p.onStack() {
+		panic("blitz: Pool.Close called from inside the pool's own work (a Call, job or Go job of the same pool): " +
+			"Close waits for that work to finish, so it would wait for itself; close the pool from outside it")
+	}
 	p.closeOnce.Do(func() {
 		if p.ops.Or(closedBit) == 0 {
 			p.drainOnce.Do(func() { close(p.drained) })
@@ -225,14 +299,40 @@ func (p *Pool) Close() {
 			p.wakeSpecific(i)
 		}
 		p.wg.Wait()
+		freeSerial(p.serial)
 	})
 }
 
+// runWorker runs w's worker loop on the calling goroutine, with the pool's mark on the
+// stack (see withMark).
+func (p *Pool) runWorker(w *Task) { p.withMark(w.workerLoop) }
+
 // workerLoop is a worker's main loop (seed 004): run work while there is some; when
 // there is none, go through the sleep protocol until work or the stop signal arrives.
+//
+// A job that calls runtime.Goexit ends the worker's goroutine: the deferred calls of
+// protect and protectCall on the way up have then completed the jobs it was running
+// and unwound the Task's frames, and the deferred call here starts a new goroutine for
+// the same Task, so the pool keeps its workers (without it, a pool whose workers all
+// exited would run nothing and Close would wait forever).
 func (w *Task) workerLoop() {
 	p := w.pool
-	defer p.wg.Done()
+	returned := false
+	defer func() {
+		if !returned {
+			// Goexit (or a panic that is crashing the program: then starting a goroutine
+			// is harmless). The new goroutine takes over this one's wg count.
+			go p.runWorker(w)
+			return
+		}
+		p.wg.Done()
+	}()
+	w.loop()
+	returned = true
+}
+
+func (w *Task) loop() {
+	p := w.pool
 	for !p.stopping.Load() {
 		if j := w.findWork(); j != nil {
 			w.execute(j)
@@ -262,23 +362,75 @@ func (w *Task) workerLoop() {
 	}
 }
 
-// acquireGuest returns a free guest Task, making one if all are busy.
+// acquireGuest returns a guest Task for a Call: a free one, or a new one if none is
+// free. It becomes one of the busy guests that workers steal from.
+//
+// The busy guests are kept compact in guestSlots[0:nGuests], so an idle worker scans
+// exactly the Calls in flight, not every guest ever made. Workers read the slots
+// without the lock; a guest moved by releaseGuest can be missed by a scan running at
+// that moment, which only delays a steal: a guest joins its own forks whenever nobody
+// took them, so no work depends on a worker finding it.
 func (p *Pool) acquireGuest() *Task {
-	for _, g := range *p.guests.Load() {
-		if !g.busy.Load() && g.busy.CompareAndSwap(false, true) {
-			return g
-		}
-	}
 	p.guestMu.Lock()
 	defer p.guestMu.Unlock()
-	old := *p.guests.Load()
-	g := newTask(p, -1, uint64(time.Now().UnixNano())+uint64(len(old)))
-	g.busy.Store(true)
-	gs := make([]*Task, len(old)+1)
-	copy(gs, old)
-	gs[len(old)] = g
-	p.guests.Store(&gs)
+	var g *Task
+	if n := len(p.free); n > 0 {
+		g = p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+	} else {
+		p.guestRNGState += 0x9E3779B97F4A7C15
+		g = newTask(p, -1, p.guestRNGState)
+	}
+	n := int(p.nGuests.Load())
+	slots := *p.guestSlots.Load()
+	if n == len(slots) {
+		// Grow: publish the bigger copy before the new guest is counted, so a worker
+		// that reads the new count reads a slot array that holds it.
+		grown := make([]atomic.Pointer[Task], 2*n)
+		for i := range slots {
+			grown[i].Store(slots[i].Load())
+		}
+		p.guestSlots.Store(&grown)
+		slots = grown
+	}
+	g.guestSlot = n
+	slots[n].Store(g)
+	p.nGuests.Store(int32(n + 1))
 	return g
+}
+
+// releaseGuest takes g off the busy guests and keeps it for reuse, or drops it when
+// guestKeep guests are free already: the guests retained are bounded by guestKeep plus
+// the Calls in flight.
+func (p *Pool) releaseGuest(g *Task) {
+	p.guestMu.Lock()
+	defer p.guestMu.Unlock()
+	slots := *p.guestSlots.Load()
+	last := int(p.nGuests.Load()) - 1
+	if i := g.guestSlot; i != last {
+		moved := slots[last].Load()
+		moved.guestSlot = i
+		slots[i].Store(moved)
+	}
+	slots[last].Store(nil)
+	p.nGuests.Store(int32(last))
+	g.guestSlot = -1
+	if len(p.free) < p.guestKeep {
+		p.free = append(p.free, g)
+	} else {
+		p.retired.executed += g.count.executed.Load()
+		p.retired.stolen += g.count.stolen.Load()
+	}
+	if last < len(slots)/4 && len(slots) > 64 {
+		// Shrink the slot array after a burst of Calls, so it too is bounded by the
+		// Calls in flight. Workers still scanning the old array see a prefix of it.
+		shrunk := make([]atomic.Pointer[Task], len(slots)/2)
+		for i := range last {
+			shrunk[i].Store(slots[i].Load())
+		}
+		p.guestSlots.Store(&shrunk)
+	}
 }
 
 // Call runs f on the pool and waits for it, from any goroutine: outside the pool, or
@@ -291,9 +443,15 @@ func (p *Pool) acquireGuest() *Task {
 // may call at once (each gets its own guest Task; guest Tasks are reused). Note that
 // during a call the caller computes alongside the Workers workers.
 //
-// A panic in f, or in work it forked, is re-raised here as a *PanicError. Call panics
-// with ErrClosed after Close.
+// A panic in f, or in work it forked, is re-raised here as a *PanicError. If f calls
+// runtime.Goexit, the calling goroutine exits as it would calling f directly (after
+// the work f forked has finished). Call panics with ErrClosed once a Close has
+// finished waiting for the pool's work (see Close), and with a message naming the
+// argument if p or f is nil.
 func (p *Pool) Call(f func(t *Task)) {
+	if p == nil {
+		panic(nilPool("Call"))
+	}
 	if err := p.TryCall(f); err != nil {
 		panic(err)
 	}
@@ -302,6 +460,9 @@ func (p *Pool) Call(f func(t *Task)) {
 // TryCall is Call that returns ErrClosed instead of panicking when the pool is closed.
 // Panics of f are still re-raised.
 func (p *Pool) TryCall(f func(t *Task)) error {
+	if p == nil {
+		panic(nilPool("TryCall"))
+	}
 	if f == nil {
 		panic("blitz: Pool.Call: nil function")
 	}
@@ -309,17 +470,30 @@ func (p *Pool) TryCall(f func(t *Task)) error {
 		return err
 	}
 	g := p.acquireGuest()
-	pe := g.protectCall(f)
-	g.busy.Store(false)
-	p.exit()
+	// Deferred: if f calls runtime.Goexit, this goroutine never returns here, and a
+	// guest and an operation left registered would make Close wait forever.
+	defer p.leaveCall(g)
+	var pe *PanicError
+	p.withMark(func() { pe = g.protectCall(f) })
 	if pe != nil {
 		panic(pe)
 	}
 	return nil
 }
 
+func (p *Pool) leaveCall(g *Task) {
+	p.releaseGuest(g)
+	p.exit()
+}
+
 // Call runs f on p like Pool.Call and returns its result.
 func Call[T any](p *Pool, f func(t *Task) T) T {
+	if p == nil {
+		panic("blitz: Call: nil *Pool")
+	}
+	if f == nil {
+		panic("blitz: Call: nil function")
+	}
 	var out T
 	p.Call(func(t *Task) { out = f(t) })
 	return out
@@ -335,6 +509,16 @@ type heapJob struct {
 func runHeapJob(t *Task, j *job) { (*heapJob)(unsafe.Pointer(j)).f(t) }
 
 func doneHeapJob(j *job, p *PanicError) { (*heapJob)(unsafe.Pointer(j)).after(p) }
+
+// goPanic is the panic value that crashes the program when a Go job panics and the pool
+// has no PanicHandler. Its message carries the job's own stack: the crash report
+// shows the stack of the goroutine that re-raises it.
+type goPanic struct{ *PanicError }
+
+func (e goPanic) Error() string {
+	return fmt.Sprintf("blitz: panic in a Pool.Go job (the pool has no Config.PanicHandler): %v\n\njob's goroutine stack:\n%s",
+		e.Value, e.Stack)
+}
 
 func newHeapJob(f func(*Task), after func(*PanicError)) *heapJob {
 	h := &heapJob{f: f, after: after}
@@ -354,10 +538,22 @@ func (p *Pool) inject(j *job) {
 }
 
 // Go runs f on a pool worker without waiting for it (fire and forget, like the go
-// statement). Close waits for jobs started with Go. A panic in f goes to
-// Config.PanicHandler, or crashes the program if there is none. Go panics with ErrClosed
-// after Close.
+// statement). Close waits for jobs started with Go.
+//
+// A Go job runs in isolation, never beneath unrelated work: a worker that is idle runs
+// it; a worker or a Call's goroutine that finds it while waiting for a stolen fork (the
+// moment it would otherwise run other work) starts it on a goroutine of its own
+// instead. So a Go job that blocks, panics or exits holds up and surfaces in nothing
+// else. A panic in f goes to Config.PanicHandler, or, if there is none, crashes the
+// program as a panic in a goroutine started with the go statement does (the report
+// shows f's stack). If f calls runtime.Goexit, the job ends silently and the worker's
+// goroutine is replaced.
+//
+// Go panics with ErrClosed once a Close has finished waiting for the pool's work.
 func (p *Pool) Go(f func(t *Task)) {
+	if p == nil {
+		panic(nilPool("Go"))
+	}
 	if f == nil {
 		panic("blitz: Pool.Go: nil function")
 	}
@@ -365,15 +561,31 @@ func (p *Pool) Go(f func(t *Task)) {
 		panic(err)
 	}
 	h := newHeapJob(f, func(pe *PanicError) {
-		p.exit()
-		if pe != nil {
+		// Only ever called at the bottom of a goroutine (an idle worker's loop or a
+		// detached goroutine, see Task.runOther): no recover above can catch the
+		// crash below, and no unrelated job is on this stack.
+		if pe != nil && pe.Value != ErrGoexit {
 			if p.onPanic == nil {
-				panic(pe)
+				// The job stays counted: Close cannot return (and the program end
+				// normally) before this crash.
+				panic(goPanic{pe})
 			}
 			p.onPanic(pe)
 		}
+		p.exit()
 	})
+	h.job.isolated = true
 	p.inject(&h.job)
+}
+
+// runDetached runs a Go job j on a new goroutine, as a guest of the pool (see
+// Task.runOther).
+func (p *Pool) runDetached(j *job) {
+	go p.withMark(func() {
+		g := p.acquireGuest()
+		defer p.releaseGuest(g)
+		g.execute(j)
+	})
 }
 
 // Broadcast runs f(i) exactly once on every worker i of the pool, concurrently, and
@@ -384,6 +596,9 @@ func (p *Pool) Go(f func(t *Task)) {
 // Broadcast must not be called from a job running on the same pool: that job's worker
 // could not run its share while it waits.
 func (p *Pool) Broadcast(f func(workerIndex int)) {
+	if p == nil {
+		panic(nilPool("Broadcast"))
+	}
 	if f == nil {
 		panic("blitz: Pool.Broadcast: nil function")
 	}
@@ -452,4 +667,185 @@ func SetDefault(cfg Config) error {
 	}
 	defaultPool.cfg = cfg
 	return nil
+}
+
+// poolSerials numbers the pools for withMark. Close gives a pool's number back, so the
+// numbers of the live pools stay small and their marks short. 0 is never used.
+var poolSerials struct {
+	mu   sync.Mutex
+	next uint64
+	free []uint64
+}
+
+func newSerial() uint64 {
+	poolSerials.mu.Lock()
+	defer poolSerials.mu.Unlock()
+	if n := len(poolSerials.free); n > 0 {
+		s := poolSerials.free[n-1]
+		poolSerials.free = poolSerials.free[:n-1]
+		return s
+	}
+	poolSerials.next++
+	return poolSerials.next
+}
+
+// freeSerial gives the number of a closed pool back. Its work has finished, so no mark
+// of it is on a stack where it could be mistaken for the next pool's.
+func freeSerial(s uint64) {
+	poolSerials.mu.Lock()
+	defer poolSerials.mu.Unlock()
+	poolSerials.free = append(poolSerials.free, s)
+}
+
+// withMark calls f with the pool's serial number written on the goroutine's call
+// stack, so that Close can tell whether it is called from inside the pool's work
+// (onStack). Go has no goroutine-local storage; the call stack is the one piece of a
+// goroutine's state its own code can read (runtime.Callers). The serial is written in
+// base 16, lowest digit first, as a chain of calls to the marker functions markD0 ...
+// markDF, the last of which calls f. Every goroutine that runs the pool's work does so
+// under a mark: workers, Calls and detached Go jobs. The cost is two calls per digit
+// (one digit for the first 15 live pools). The calls are direct, not through a table
+// of functions, so that escape analysis sees that f does not escape: a Call allocates
+// nothing.
+func (p *Pool) withMark(f func()) { markNext(p.serial, f) }
+
+// markNext calls the marker function of the lowest digit of rest, which continues the
+// mark with the other digits, then calls f.
+func markNext(rest uint64, f func()) {
+	if rest == 0 {
+		f()
+		return
+	}
+	r := rest >> 4
+	switch rest & 15 {
+	case 0:
+		markD0(r, f)
+	case 1:
+		markD1(r, f)
+	case 2:
+		markD2(r, f)
+	case 3:
+		markD3(r, f)
+	case 4:
+		markD4(r, f)
+	case 5:
+		markD5(r, f)
+	case 6:
+		markD6(r, f)
+	case 7:
+		markD7(r, f)
+	case 8:
+		markD8(r, f)
+	case 9:
+		markD9(r, f)
+	case 10:
+		markDA(r, f)
+	case 11:
+		markDB(r, f)
+	case 12:
+		markDC(r, f)
+	case 13:
+		markDD(r, f)
+	case 14:
+		markDE(r, f)
+	default:
+		markDF(r, f)
+	}
+}
+
+//go:noinline
+func markD0(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD1(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD2(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD3(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD4(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD5(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD6(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD7(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD8(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markD9(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markDA(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markDB(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markDC(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markDD(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markDE(rest uint64, f func()) { markNext(rest, f) }
+
+//go:noinline
+func markDF(rest uint64, f func()) { markNext(rest, f) }
+
+// markDigitOf maps the names of the marker functions to their digits.
+var markDigitOf = sync.OnceValue(func() map[string]uint64 {
+	m := make(map[string]uint64, 16)
+	for d, f := range []func(uint64, func()){
+		markD0, markD1, markD2, markD3, markD4, markD5, markD6, markD7,
+		markD8, markD9, markDA, markDB, markDC, markDD, markDE, markDF,
+	} {
+		m[runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()] = uint64(d)
+	}
+	return m
+})
+
+// onStack reports whether the calling goroutine is running the pool's work: whether a
+// mark of p (see withMark) is on its stack.
+func (p *Pool) onStack() bool {
+	pcs := make([]uintptr, 128)
+	for {
+		n := runtime.Callers(1, pcs)
+		if n < len(pcs) {
+			pcs = pcs[:n]
+			break
+		}
+		pcs = make([]uintptr, 2*len(pcs))
+	}
+	digits := markDigitOf()
+	frames := runtime.CallersFrames(pcs)
+	// Innermost first, a mark reads from its highest digit down; a mark is a run of
+	// marker frames, with markNext frames between them (skipped).
+	inMark := false
+	var v uint64
+	for {
+		fr, more := frames.Next()
+		if d, ok := digits[fr.Function]; ok {
+			if !inMark {
+				inMark, v = true, 0
+			}
+			v = v<<4 | d
+		} else if !strings.HasSuffix(fr.Function, ".markNext") {
+			if inMark && v == p.serial {
+				return true
+			}
+			inMark = false
+		}
+		if !more {
+			return inMark && v == p.serial
+		}
+	}
 }

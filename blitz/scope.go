@@ -28,7 +28,15 @@ type Spawner struct {
 // Each Spawn allocates its job and goes through the pool's injection queue: spawned
 // tasks may come from any goroutine, so they cannot use the caller's frame stack. For
 // fine-grained recursive parallelism use Join or a Job.
+//
+// Scope panics with a message naming the argument if t or body is nil.
 func Scope(t *Task, body func(s *Spawner)) {
+	if t == nil {
+		nilTask("Scope")
+	}
+	if body == nil {
+		nilFunc("Scope", "body")
+	}
 	s := &Spawner{pool: t.pool, owner: t}
 	if p := s.run(t, body); p != nil {
 		panic(p)
@@ -40,6 +48,15 @@ func Scope(t *Task, body func(s *Spawner)) {
 // error after the tasks already running have finished. It returns nil if ctx was not
 // cancelled before the scope ended. Panics are re-raised as in Scope.
 func ScopeContext(ctx context.Context, t *Task, body func(s *Spawner)) error {
+	if ctx == nil {
+		panic("blitz: ScopeContext: nil context.Context")
+	}
+	if t == nil {
+		nilTask("ScopeContext")
+	}
+	if body == nil {
+		nilFunc("ScopeContext", "body")
+	}
 	s := &Spawner{pool: t.pool, owner: t, ctx: ctx}
 	if p := s.run(t, body); p != nil {
 		panic(p)
@@ -49,7 +66,18 @@ func ScopeContext(ctx context.Context, t *Task, body func(s *Spawner)) error {
 
 func (s *Spawner) run(t *Task, body func(*Spawner)) *PanicError {
 	s.count.Add(1) // body itself
+	returned := false
+	defer func() {
+		if !returned {
+			// runtime.Goexit in body: the goroutine ends, but the scope still ends after
+			// its tasks, as it promises (they may use what body set up); the enclosing
+			// job's joiner then sees ErrGoexit.
+			s.count.Decrement()
+			t.waitUntil(&s.count)
+		}
+	}()
 	pb := t.protectCall(func(*Task) { body(s) })
+	returned = true
 	s.count.Decrement()
 	t.waitUntil(&s.count)
 	if pb != nil {
@@ -70,6 +98,9 @@ func (s *Spawner) Context() context.Context {
 // Spawn starts f on the pool as part of the scope. It returns at once; the Scope call
 // waits for f. Spawn panics if the scope has already ended.
 func (s *Spawner) Spawn(f func(t *Task)) {
+	if s == nil {
+		panic("blitz: Scope.Spawn: nil *Spawner")
+	}
 	if f == nil {
 		panic("blitz: Scope.Spawn: nil function")
 	}

@@ -2,6 +2,7 @@ package blitz
 
 import (
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/blitzgo/blitz/shared/lockfree"
@@ -68,8 +69,10 @@ type Task struct {
 
 	sleeper *sleeper                    // workers only
 	mail    lockfree.TreiberStack[*job] // jobs for this worker only (Broadcast)
-	busy    atomic.Bool                 // guests: in use by a Call
-	count   struct {
+	// guestSlot is a busy guest's index in Pool.guestSlots, -1 otherwise (guarded
+	// by Pool.guestMu).
+	guestSlot int
+	count     struct {
 		executed, stolen atomic.Uint64
 	} // statistics
 	_ lockfree.CachePad
@@ -88,13 +91,14 @@ const eagerBonus = int64(1) << 40
 
 func newTask(p *Pool, index int, seed uint64) *Task {
 	t := &Task{
-		pool:  p,
-		split: p.split,
-		eager: p.eager,
-		index: index,
-		stack: make([]*job, 0, 64),
-		deque: lockfree.NewDeque[job](0),
-		rng:   lockfree.NewXorShift64Star(seed),
+		pool:      p,
+		split:     p.split,
+		eager:     p.eager,
+		index:     index,
+		stack:     make([]*job, 0, 64),
+		guestSlot: -1,
+		deque:     lockfree.NewDeque[job](0),
+		rng:       lockfree.NewXorShift64Star(seed),
 	}
 	t.gate = int64(p.split) + eagerBonus // EagerLevels >= 1
 	return t
@@ -137,9 +141,12 @@ func (t *Task) findWork() *job {
 		}
 	}
 	// Guests first: like the seeds' main_worker, they hold work from outside callers.
-	if gs := p.guests.Load(); gs != nil {
-		for _, g := range *gs {
-			if g == t {
+	// Only the busy ones, guestSlots[0:nGuests] (see Pool.acquireGuest).
+	if n := int(p.nGuests.Load()); n > 0 {
+		slots := *p.guestSlots.Load()
+		for i := range min(n, len(slots)) {
+			g := slots[i].Load()
+			if g == nil || g == t {
 				continue
 			}
 			if j, ok := g.deque.StealLoop(); ok {
@@ -173,10 +180,30 @@ func (t *Task) findWork() *job {
 
 // execute runs a job taken from a deque, the injection queue or a mailbox, and signals
 // its completion. A panic in the job is recovered here: the worker survives and the
-// panic travels to whoever waits for the job.
+// panic travels to whoever waits for the job. If the job calls runtime.Goexit, protect
+// signals the completion (with ErrGoexit) on the goroutine's way out.
 func (t *Task) execute(j *job) {
 	t.countExecuted()
-	p := t.protect(j)
+	t.complete(j, t.protect(j))
+}
+
+// runOther runs a job that a Task found while it waits inside other work (waitUntil,
+// guestWait). A Go job (isolated) is not run here but on a goroutine of its own: run
+// here, a Go job that blocks would hold up the wait, and one that panics or exits would
+// unwind through the frames of the unrelated work below it (issue: a Call re-raised a
+// Go job's panic while its own stolen fork still ran). Taking it off the queue and
+// starting it elsewhere, rather than leaving it, keeps the sleep protocol unchanged: a
+// posted job is taken by whoever finds it.
+func (t *Task) runOther(j *job) {
+	if j.isolated {
+		t.pool.runDetached(j)
+		return
+	}
+	t.execute(j)
+}
+
+// complete signals that j finished, with its panic or nil.
+func (t *Task) complete(j *job, p *PanicError) {
 	if j.done != nil {
 		j.done(j, p)
 		return
@@ -203,27 +230,52 @@ func (t *Task) notify() {
 
 // protect runs j with panic recovery. Forks that a panic skipped past are cleaned up
 // (unwindTo) so the frame stack is consistent again.
+//
+// runtime.Goexit cannot be recovered: the goroutine ends, and protect never returns to
+// execute. So the deferred call also handles it: it unwinds the frames (a thief may
+// still run one of them; the Task outlives the goroutine, a new worker goroutine takes
+// it over) and completes j with ErrGoexit, so whoever waits for j is released.
 func (t *Task) protect(j *job) (pe *PanicError) {
 	d0 := t.depth
+	finished := false
 	defer func() {
-		if r := recover(); r != nil {
-			t.unwindTo(d0)
-			pe = wrapPanic(r)
+		if finished {
+			return
 		}
+		r := recover()
+		t.unwindTo(d0)
+		if r != nil {
+			pe = wrapPanic(r)
+			return
+		}
+		t.complete(j, goexitError())
 	}()
 	j.run(t, j)
 	if t.depth != d0 {
 		panic(errUnjoined)
 	}
+	finished = true
 	return nil
 }
 
-// protectCall runs f(t) like protect runs a job.
+// goexitError is the *PanicError of a job cut short by runtime.Goexit. Called from a
+// deferred function during the Goexit, its stack shows where Goexit was called.
+func goexitError() *PanicError {
+	return &PanicError{Value: ErrGoexit, Stack: debug.Stack()}
+}
+
+// protectCall runs f(t) like protect runs a job. On runtime.Goexit it unwinds the frames
+// f left and lets the goroutine exit.
 func (t *Task) protectCall(f func(*Task)) (pe *PanicError) {
 	d0 := t.depth
+	finished := false
 	defer func() {
-		if r := recover(); r != nil {
-			t.unwindTo(d0)
+		if finished {
+			return
+		}
+		r := recover()
+		t.unwindTo(d0)
+		if r != nil {
 			pe = wrapPanic(r)
 		}
 	}()
@@ -231,6 +283,7 @@ func (t *Task) protectCall(f func(*Task)) (pe *PanicError) {
 	if t.depth != d0 {
 		panic(errUnjoined)
 	}
+	finished = true
 	return nil
 }
 
@@ -266,6 +319,22 @@ func (t *Task) unwindTo(d0 int) {
 // waitFor runs other work until the stolen job j is done: the seeds' hybrid join. See
 // waitUntil.
 func (t *Task) waitFor(j *job) { t.waitUntil(&j.latch) }
+
+// waitStolen is waitFor for a frame that its join has already taken off the frame
+// stack. If a job run while waiting calls runtime.Goexit, no unwindTo will see this
+// frame, yet the thief may still be running it: the deferred call waits for it and
+// releases it, so the Task never reuses a frame a thief still writes.
+func (t *Task) waitStolen(j *job) {
+	finished := false
+	defer func() {
+		if !finished {
+			t.waitFor(j)
+			j.release(j)
+		}
+	}()
+	t.waitFor(j)
+	finished = true
+}
 
 // latch is what waitUntil waits for: *lockfree.OnceLatch or *lockfree.CountLatch.
 type latch interface {
@@ -310,6 +379,10 @@ func (t *Task) waitUntil(l latch) {
 			break
 		}
 		if x := t.findWork(); x != nil {
+			if x.isolated {
+				t.runOther(x)
+				continue
+			}
 			p.wakeThreads(p.counters.SubInactive())
 			t.execute(x)
 			p.counters.AddInactive()
@@ -335,7 +408,7 @@ func (t *Task) guestWait(l latch) {
 	yields := 0
 	for !l.Probe() {
 		if x := t.findWork(); x != nil {
-			t.execute(x)
+			t.runOther(x)
 			sw.Reset()
 			yields = 0
 			continue
