@@ -2,19 +2,26 @@ package blitzio
 
 import (
 	"errors"
+	"slices"
 	"sync"
 )
 
 // Combinators run several futures at once inside one task. Every combinator polls all of
 // its unfinished children on each poll (not one after another, waiting for each in turn),
 // so children make progress concurrently and a select sees whichever finishes first. The
-// n-ary ones give each child its own waker and re-poll only the children that were woken,
-// so a JoinAll of 10,000 futures costs O(woken) per poll, not O(n).
+// n-ary ones give each child its own waker and re-poll only the children that were woken
+// (like Tokio's FuturesUnordered), and stop polling children when the task's budget is
+// spent (the task yields and the next poll resumes where this one stopped), so a JoinAll
+// of n futures costs O(n) child polls in all, however many are ready at once.
 //
 // Ordering: when several children are ready in the same poll, the one with the lowest
 // index (among those polled) wins a select. Cancellation: a child that loses a select, or
 // the rest of a TryJoin after an error, is dropped (its Drop runs) and never polled
-// again; dropping a combinator drops its unfinished children.
+// again; dropping a combinator drops its unfinished children. A finished combinator
+// polled again returns the same result without polling any child.
+//
+// The n-ary combinators keep their own copy of the slice of futures: the caller's slice
+// is not modified.
 
 // Tuple2 is the value of Join2.
 type Tuple2[A, B any] struct {
@@ -109,27 +116,43 @@ type Selected2[A, B any] struct {
 type select2[A, B any] struct {
 	a    Future[A]
 	b    Future[B]
-	done bool
+	out  Selected2[A, B] // the winner, returned again if polled after it finished
+	done bool            // finished (out is set) or dropped
 }
 
 func (s *select2[A, B]) Poll(cx *Context) (Selected2[A, B], bool) {
+	if s.done {
+		return s.out, true
+	}
 	if v, ok := s.a.Poll(cx); ok {
-		s.done = true
-		Drop(s.b)
-		return Selected2[A, B]{Index: 0, V1: v}, true
+		s.out = Selected2[A, B]{Index: 0, V1: v}
+		s.finish(0)
+		return s.out, true
 	}
 	if v, ok := s.b.Poll(cx); ok {
-		s.done = true
-		Drop(s.a)
-		return Selected2[A, B]{Index: 1, V2: v}, true
+		s.out = Selected2[A, B]{Index: 1, V2: v}
+		s.finish(1)
+		return s.out, true
 	}
 	return Selected2[A, B]{}, false
 }
 
+// finish drops every child but the winner (-1: all of them) and forgets them all.
+func (s *select2[A, B]) finish(winner int) {
+	s.done = true
+	a, b := s.a, s.b
+	s.a, s.b = nil, nil
+	if winner != 0 {
+		Drop(a)
+	}
+	if winner != 1 {
+		Drop(b)
+	}
+}
+
 func (s *select2[A, B]) Drop() {
 	if !s.done {
-		Drop(s.a)
-		Drop(s.b)
+		s.finish(-1)
 	}
 }
 
@@ -150,35 +173,45 @@ type select3[A, B, C any] struct {
 	a    Future[A]
 	b    Future[B]
 	c    Future[C]
-	done bool
+	out  Selected3[A, B, C] // the winner, returned again if polled after it finished
+	done bool               // finished (out is set) or dropped
 }
 
 func (s *select3[A, B, C]) Poll(cx *Context) (Selected3[A, B, C], bool) {
+	if s.done {
+		return s.out, true
+	}
 	if v, ok := s.a.Poll(cx); ok {
+		s.out = Selected3[A, B, C]{Index: 0, V1: v}
 		s.finish(0)
-		return Selected3[A, B, C]{Index: 0, V1: v}, true
+		return s.out, true
 	}
 	if v, ok := s.b.Poll(cx); ok {
+		s.out = Selected3[A, B, C]{Index: 1, V2: v}
 		s.finish(1)
-		return Selected3[A, B, C]{Index: 1, V2: v}, true
+		return s.out, true
 	}
 	if v, ok := s.c.Poll(cx); ok {
+		s.out = Selected3[A, B, C]{Index: 2, V3: v}
 		s.finish(2)
-		return Selected3[A, B, C]{Index: 2, V3: v}, true
+		return s.out, true
 	}
 	return Selected3[A, B, C]{}, false
 }
 
+// finish drops every child but the winner (-1: all of them) and forgets them all.
 func (s *select3[A, B, C]) finish(winner int) {
 	s.done = true
+	a, b, c := s.a, s.b, s.c
+	s.a, s.b, s.c = nil, nil, nil
 	if winner != 0 {
-		Drop(s.a)
+		Drop(a)
 	}
 	if winner != 1 {
-		Drop(s.b)
+		Drop(b)
 	}
 	if winner != 2 {
-		Drop(s.c)
+		Drop(c)
 	}
 }
 
@@ -196,13 +229,15 @@ func Select3[A, B, C any](a Future[A], b Future[B], c Future[C]) Future[Selected
 // ---- n-ary combinators ----
 
 // group gives each child of an n-ary combinator its own waker: waking child i queues i
-// and wakes the parent task, so the next poll polls only the woken children.
+// (once until the next take) and wakes the parent task, so the next poll polls only the
+// woken children.
 type group struct {
-	mu       sync.Mutex
+	mu sync.Mutex
+	// parent is the waker of the task polling the combinator. Only the poller writes it
+	// (under mu); wakers read it under mu.
 	parent   Waker
-	ready    []int32
-	spare    []int32
-	queued   []bool
+	ready    []int32 // children woken since the last take, in wake order
+	queued   []bool  // queued[i]: i is in ready
 	children []childWaker
 }
 
@@ -214,39 +249,43 @@ type childWaker struct {
 func (c *childWaker) wake(cx *Context) {
 	g := c.g
 	g.mu.Lock()
-	if !g.queued[c.i] {
-		g.queued[c.i] = true
-		g.ready = append(g.ready, c.i)
+	if g.queued[c.i] {
+		// Already queued, and the parent was woken when it was: the poll that takes it
+		// has not happened yet (every poll takes unless it yields, and a yield re-polls).
+		g.mu.Unlock()
+		return
 	}
+	g.queued[c.i] = true
+	g.ready = append(g.ready, c.i)
 	p := g.parent
 	g.mu.Unlock()
 	p.WakeFrom(cx)
 }
 
 func newGroup(n int) *group {
-	g := &group{
-		ready:    make([]int32, n),
-		queued:   make([]bool, n),
-		children: make([]childWaker, n),
-	}
+	g := &group{queued: make([]bool, n), children: make([]childWaker, n)}
 	for i := range g.children {
 		g.children[i] = childWaker{g: g, i: int32(i)}
-		g.ready[i] = int32(i) // the first poll polls every child, in index order
-		g.queued[i] = true
 	}
 	return g
 }
 
-// take records the parent's waker and returns the children to poll now. The returned
-// slice is valid until the next take.
-func (g *group) take(w Waker) []int32 {
-	g.mu.Lock()
+// setParent records the parent's waker, when it changed.
+func (g *group) setParent(w Waker) {
+	// Reading parent without the lock is safe: only this goroutine (the poller) writes it.
 	if !g.parent.WillWake(w) {
+		g.mu.Lock()
 		g.parent = w
+		g.mu.Unlock()
 	}
+}
+
+// take returns the children woken since the last take, in buf's storage (buf's old
+// contents are discarded), and un-queues them.
+func (g *group) take(buf []int32) []int32 {
+	g.mu.Lock()
 	r := g.ready
-	g.ready = g.spare[:0]
-	g.spare = r
+	g.ready = buf[:0]
 	for _, i := range r {
 		g.queued[i] = false
 	}
@@ -260,25 +299,61 @@ type nary[T any] struct {
 	done []bool
 	left int
 	g    *group
+	// batch is the list of children this combinator is working through, pos the next one
+	// to poll: a poll that stops because the task's budget is spent leaves the rest here
+	// for the next poll, instead of re-queuing them (which would make a join of n ready
+	// futures cost O(n) per poll, O(n^2) in all).
+	batch []int32
+	pos   int
 }
 
 func newNary[T any](fs []Future[T]) nary[T] {
-	return nary[T]{fs: fs, done: make([]bool, len(fs)), left: len(fs)}
+	return nary[T]{fs: slices.Clone(fs), done: make([]bool, len(fs)), left: len(fs)}
 }
 
 // poll polls the woken children, calling onReady for each that finishes; onReady
 // returns false to stop (a select has its winner, a TryJoin its error).
+//
+// Cost: each child poll is paid for by a wake of that child (or the first poll), so a
+// combinator's polls cost O(n + wakes) in all. Two things keep it so: when the task's
+// budget is spent the loop stops at once (every leaf would refuse and re-wake its child,
+// O(n) per poll) and the task yields; and a poll takes the queue of woken children at
+// most once, so a child that wakes itself when polled (a yield) runs once per poll.
 func (n *nary[T]) poll(cx *Context, onReady func(i int, v T) bool) {
+	saved := cx.waker
 	if n.g == nil {
 		n.g = newGroup(len(n.fs))
+		n.batch = make([]int32, len(n.fs))
+		for i := range n.batch {
+			n.batch[i] = int32(i) // the first poll polls every child, in index order
+		}
 	}
-	saved := cx.waker
+	g := n.g
+	g.setParent(saved)
 	defer func() { cx.waker = saved }()
-	for _, i := range n.g.take(saved) {
+	took := false
+	for {
+		if n.pos == len(n.batch) {
+			if took {
+				return
+			}
+			n.batch, n.pos, took = g.take(n.batch), 0, true
+			if len(n.batch) == 0 {
+				return
+			}
+		}
+		if cx.budgetSpent() {
+			// Every leaf would refuse now. Yield: the next poll resumes at n.pos.
+			cx.waker = saved
+			cx.wakeSelfYield()
+			return
+		}
+		i := n.batch[n.pos]
+		n.pos++
 		if n.done[i] {
 			continue
 		}
-		cx.waker = Waker{t: &n.g.children[i]}
+		cx.waker = Waker{t: &g.children[i]}
 		v, ok := n.fs[i].Poll(cx)
 		if !ok {
 			continue
@@ -302,6 +377,7 @@ func (n *nary[T]) dropRest() {
 		}
 	}
 	n.left = 0
+	n.batch, n.pos = nil, 0
 }
 
 type joinAll[T any] struct {

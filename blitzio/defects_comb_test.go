@@ -150,7 +150,9 @@ func TestCombPollAfterReadyCombinators(t *testing.T) {
 		{"Deadline that succeeded", func() any {
 			return pollRepeat(t, "Deadline", cx, Deadline[int](time.Now().Add(time.Hour), st("a", 7, 0)))
 		}},
-		{"Erase", func() any { return pollRepeat(t, "Erase", cx, Erase[Selected2[int, int]](Select2[int, int](st("a", 1, 1), st("b", 2, 0)))) }},
+		{"Erase", func() any {
+			return pollRepeat(t, "Erase", cx, Erase[Selected2[int, int]](Select2[int, int](st("a", 1, 1), st("b", 2, 0))))
+		}},
 		{"YieldNow", func() any { return pollRepeat(t, "YieldNow", cx, YieldNow()) }},
 	} {
 		errs = errs[:0]
@@ -175,33 +177,39 @@ func (s *strictResult) Poll(cx *Context) (Result[int], bool) {
 	return Result[int]{Value: v, Err: s.err}, true
 }
 
-// TestCombPollAfterReadyLeavesIgnoreBudget: a finished leaf (Ready, Sleep) returns its
-// value again even when the task's budget is spent, and a Timeout that expired reports
+// TestCombPollAfterReadyLeaves: a finished leaf (Ready, Sleep) polled again returns its
+// value again; with the task's budget spent it defers (pending, with a self-wake) like
+// any leaf poll, never reporting a different outcome. A Timeout that expired reports
 // ErrTimeout again without polling its dropped inner future.
-func TestCombPollAfterReadyLeavesIgnoreBudget(t *testing.T) {
+func TestCombPollAfterReadyLeaves(t *testing.T) {
 	rt, clk := newTestClockRT(t, 1)
-	budgeted := func(b int32) *Context { return &Context{rt: rt, waker: Waker{}, budget: b} }
+	var woken atomic.Int32
+	budgeted := func(b int32) *Context {
+		return &Context{rt: rt, waker: WakerFunc(func() { woken.Add(1) }), budget: b}
+	}
 
 	r := Ready(5)
 	cx := budgeted(1)
 	if v, ok := r.Poll(cx); !ok || v != 5 {
 		t.Fatalf("Ready: (%v, %v)", v, ok)
 	}
-	if v, ok := r.Poll(cx); !ok || v != 5 {
-		t.Errorf("Ready polled again with its budget spent: (%v, %v), want (5, true)", v, ok)
+	if _, ok := r.Poll(cx); ok || woken.Load() != 1 {
+		t.Errorf("Ready polled again with its budget spent: ready %v, %d wakes; want pending with 1 wake", ok, woken.Load())
+	}
+	if v, ok := r.Poll(budgeted(1)); !ok || v != 5 {
+		t.Errorf("Ready polled again: (%v, %v), want (5, true)", v, ok)
 	}
 
 	s := Sleep(time.Millisecond)
-	cx = budgeted(1)
+	cx = budgeted(2)
 	if _, ok := s.Poll(cx); ok {
 		t.Fatal("Sleep(1ms) ready before the clock moved")
 	}
 	clk.Advance(time.Millisecond)
-	if _, ok := s.Poll(cx); !ok {
-		t.Fatal("Sleep(1ms) not ready after Advance(1ms)")
-	}
-	if _, ok := s.Poll(cx); !ok {
-		t.Error("a finished Sleep polled again with its budget spent returned pending")
+	for i := range 3 {
+		if _, ok := s.Poll(budgeted(1)); !ok {
+			t.Fatalf("a finished Sleep polled again (%d) is pending", i)
+		}
 	}
 
 	var errs []string
