@@ -3,7 +3,8 @@ package blitzio
 import (
 	"errors"
 	"slices"
-	"sync"
+	"sync/atomic"
+	"unsafe"
 )
 
 // Combinators run several futures at once inside one task. Every combinator polls all of
@@ -20,8 +21,8 @@ import (
 // again; dropping a combinator drops its unfinished children. A finished combinator
 // polled again returns the same result without polling any child.
 //
-// The n-ary combinators keep their own copy of the slice of futures: the caller's slice
-// is not modified.
+// The n-ary combinators read the caller's slice of futures and never write to it; the
+// caller must not change it until the combinator has finished or been dropped.
 
 // Tuple2 is the value of Join2.
 type Tuple2[A, B any] struct {
@@ -229,92 +230,145 @@ func Select3[A, B, C any](a Future[A], b Future[B], c Future[C]) Future[Selected
 // ---- n-ary combinators ----
 
 // group gives each child of an n-ary combinator its own waker: waking child i queues i
-// (once until the next take) and wakes the parent task, so the next poll polls only the
-// woken children.
+// (once until the next take) and wakes the parent task (once until the next take), so
+// the next poll polls only the woken children.
+//
+// The queue is lock-free (Tokio's FuturesUnordered keeps an MPSC queue the same way),
+// because wakes come from the workers completing the children: a mutex there would be
+// taken by every completion, contended between workers, on their critical path. A wake
+// is one atomic OR on the queued bitmap, one CAS to push i on an intrusive Treiber
+// stack (links in next, head holds index+1), and one swap of notified; the poller takes
+// the whole stack with one swap (so, popping nothing singly, it has no ABA problem).
 type group struct {
-	mu sync.Mutex
-	// parent is the waker of the task polling the combinator. Only the poller writes it
-	// (under mu); wakers read it under mu.
-	parent   Waker
-	ready    []int32 // children woken since the last take, in wake order
-	queued   []bool  // queued[i]: i is in ready
-	children []childWaker
+	// parent is the waker of the task polling the combinator, stored by the poller
+	// (boxed, replaced only when the polling task changes) and loaded by wakers.
+	parent atomic.Pointer[Waker]
+	head   atomic.Int32    // the last child pushed, plus 1; 0 when the stack is empty
+	next   []int32         // next[i]: the child pushed before i, plus 1 (written before i's push)
+	queued []atomic.Uint64 // bit i: child i is in the stack or in a list being taken
+	// notified: the parent was woken since the last take. The poll that follows that
+	// wake takes the stack (every poll takes unless it yields, and a yield re-polls), so
+	// the children pushed meanwhile need no wake of their own: one parent wake per poll,
+	// not one per child.
+	notified atomic.Bool
+	chunks   []childChunk // the children's wakers: child i's is chunks[i/64].slots[i%64]
 }
 
-type childWaker struct {
-	g *group
-	i int32
+// Child wakers. A Waker must point at something that identifies the child and its
+// group; a {group, index} pair per child would be 16 bytes, which for a join of 100,000
+// ready handles is 1.6 MB to allocate (and fault in) for wakers mostly never used, more
+// than the join's own work. So the wakers of 64 children share one chunk holding the
+// group pointer, and child k's waker points at a byte of the chunk holding k: the wake
+// finds the chunk from the byte's address. About 1.1 bytes per child.
+const chunkSize = 64
+
+type childChunk struct {
+	g     *group
+	base  int32
+	slots [chunkSize]childSlot
 }
 
-func (c *childWaker) wake(cx *Context) {
-	g := c.g
-	g.mu.Lock()
-	if g.queued[c.i] {
-		// Already queued, and the parent was woken when it was: the poll that takes it
-		// has not happened yet (every poll takes unless it yields, and a yield re-polls).
-		g.mu.Unlock()
-		return
+// childSlot is the target of one child's Waker; its value is its own index in slots.
+type childSlot uint8
+
+var slotsOffset = unsafe.Offsetof(childChunk{}.slots)
+
+func (s *childSlot) wake(cx *Context) {
+	k := *s
+	// s is &c.slots[k] for the chunk c that holds it: step back to c (pointer arithmetic
+	// within one allocated object, which unsafe.Pointer's rules allow).
+	c := (*childChunk)(unsafe.Add(unsafe.Pointer(s), -int(slotsOffset)-int(k)))
+	c.g.wakeChild(c.base+int32(k), cx)
+}
+
+func (g *group) waker(i int32) Waker {
+	return Waker{t: &g.chunks[uint32(i)/chunkSize].slots[uint32(i)%chunkSize]}
+}
+
+func (g *group) wakeChild(i int32, cx *Context) {
+	bit := uint64(1) << (uint32(i) % 64)
+	if g.queued[uint32(i)/64].Or(bit)&bit != 0 {
+		return // queued already: the poll that takes it has not begun taking yet
 	}
-	g.queued[c.i] = true
-	g.ready = append(g.ready, c.i)
-	p := g.parent
-	g.mu.Unlock()
-	p.WakeFrom(cx)
+	for {
+		h := g.head.Load()
+		g.next[i] = h // ours alone until the push: i was not queued
+		if g.head.CompareAndSwap(h, i+1) {
+			break
+		}
+	}
+	// After the push: a take that cleared notified before our push takes us (its swap
+	// of head comes after), or we see notified clear and wake the parent.
+	if !g.notified.Load() && !g.notified.Swap(true) {
+		g.parent.Load().WakeFrom(cx)
+	}
 }
 
 func newGroup(n int) *group {
-	g := &group{queued: make([]bool, n), children: make([]childWaker, n)}
-	for i := range g.children {
-		g.children[i] = childWaker{g: g, i: int32(i)}
+	g := &group{
+		next:   make([]int32, n),
+		queued: make([]atomic.Uint64, (n+63)/64),
+		chunks: make([]childChunk, (n+chunkSize-1)/chunkSize),
+	}
+	for c := range g.chunks {
+		ch := &g.chunks[c]
+		ch.g, ch.base = g, int32(c*chunkSize)
+		for k := range ch.slots {
+			ch.slots[k] = childSlot(k)
+		}
 	}
 	return g
 }
 
 // setParent records the parent's waker, when it changed.
 func (g *group) setParent(w Waker) {
-	// Reading parent without the lock is safe: only this goroutine (the poller) writes it.
-	if !g.parent.WillWake(w) {
-		g.mu.Lock()
-		g.parent = w
-		g.mu.Unlock()
+	if p := g.parent.Load(); p == nil || !p.WillWake(w) {
+		g.parent.Store(&w)
 	}
 }
 
-// take returns the children woken since the last take, in buf's storage (buf's old
-// contents are discarded), and un-queues them.
+// take returns the children woken since the last take, in wake order, in buf's storage
+// (buf's old contents are discarded), and un-queues them.
 func (g *group) take(buf []int32) []int32 {
-	g.mu.Lock()
-	r := g.ready
-	g.ready = buf[:0]
-	for _, i := range r {
-		g.queued[i] = false
+	// Clear notified before taking the stack: a wake pushing after our swap then finds it
+	// clear and wakes the parent; one pushing before it is in what we take.
+	g.notified.Store(false)
+	r := buf[:0]
+	for h := g.head.Swap(0); h != 0; {
+		i := h - 1
+		h = g.next[i] // read before i is un-queued: then its waker may push it again
+		g.queued[uint32(i)/64].And(^(uint64(1) << (uint32(i) % 64)))
+		r = append(r, i)
 	}
-	g.mu.Unlock()
+	slices.Reverse(r) // the stack is last-woken first
 	return r
 }
 
-// nary holds the children of an n-ary combinator.
+// nary holds the children of an n-ary combinator. fs is the caller's slice: it is read,
+// never written (done says which children are finished or dropped).
 type nary[T any] struct {
 	fs   []Future[T]
 	done []bool
 	left int
 	g    *group
-	// batch is the list of children this combinator is working through, pos the next one
-	// to poll: a poll that stops because the task's budget is spent leaves the rest here
-	// for the next poll, instead of re-queuing them (which would make a join of n ready
-	// futures cost O(n) per poll, O(n^2) in all).
+	// first is the next child of the first pass, which polls every child once in index
+	// order. After it, batch is the list of woken children this combinator is working
+	// through and pos the next one to poll. A poll that stops because the task's budget is
+	// spent leaves the rest for the next poll, instead of re-queuing them (which would
+	// make a join of n ready futures cost O(n) per poll, O(n^2) in all).
+	first int
 	batch []int32
 	pos   int
 }
 
 func newNary[T any](fs []Future[T]) nary[T] {
-	return nary[T]{fs: slices.Clone(fs), done: make([]bool, len(fs)), left: len(fs)}
+	return nary[T]{fs: fs, done: make([]bool, len(fs)), left: len(fs)}
 }
 
 // poll polls the woken children, calling onReady for each that finishes; onReady
 // returns false to stop (a select has its winner, a TryJoin its error).
 //
-// Cost: each child poll is paid for by a wake of that child (or the first poll), so a
+// Cost: each child poll is paid for by a wake of that child (or the first pass), so a
 // combinator's polls cost O(n + wakes) in all. Two things keep it so: when the task's
 // budget is spent the loop stops at once (every leaf would refuse and re-wake its child,
 // O(n) per poll) and the task yields; and a poll takes the queue of woken children at
@@ -323,43 +377,44 @@ func (n *nary[T]) poll(cx *Context, onReady func(i int, v T) bool) {
 	saved := cx.waker
 	if n.g == nil {
 		n.g = newGroup(len(n.fs))
-		n.batch = make([]int32, len(n.fs))
-		for i := range n.batch {
-			n.batch[i] = int32(i) // the first poll polls every child, in index order
-		}
 	}
 	g := n.g
 	g.setParent(saved)
 	defer func() { cx.waker = saved }()
 	took := false
 	for {
-		if n.pos == len(n.batch) {
-			if took {
-				return
-			}
+		var i int32
+		switch {
+		case n.first < len(n.fs):
+			i = int32(n.first)
+		case n.pos < len(n.batch):
+			i = n.batch[n.pos]
+		case took:
+			return
+		default:
 			n.batch, n.pos, took = g.take(n.batch), 0, true
-			if len(n.batch) == 0 {
-				return
-			}
+			continue
 		}
 		if cx.budgetSpent() {
-			// Every leaf would refuse now. Yield: the next poll resumes at n.pos.
+			// Every leaf would refuse now. Yield: the next poll resumes here.
 			cx.waker = saved
 			cx.wakeSelfYield()
 			return
 		}
-		i := n.batch[n.pos]
-		n.pos++
+		if n.first < len(n.fs) {
+			n.first++
+		} else {
+			n.pos++
+		}
 		if n.done[i] {
 			continue
 		}
-		cx.waker = Waker{t: &g.children[i]}
+		cx.waker = g.waker(i)
 		v, ok := n.fs[i].Poll(cx)
 		if !ok {
 			continue
 		}
 		n.done[i] = true
-		n.fs[i] = nil
 		n.left--
 		if !onReady(int(i), v) {
 			return
@@ -370,14 +425,13 @@ func (n *nary[T]) poll(cx *Context, onReady func(i int, v T) bool) {
 // dropRest drops every unfinished child.
 func (n *nary[T]) dropRest() {
 	for i, f := range n.fs {
-		if !n.done[i] && f != nil {
+		if !n.done[i] {
 			n.done[i] = true
-			n.fs[i] = nil
 			Drop(f)
 		}
 	}
 	n.left = 0
-	n.batch, n.pos = nil, 0
+	n.first, n.batch, n.pos = len(n.fs), nil, 0
 }
 
 type joinAll[T any] struct {
