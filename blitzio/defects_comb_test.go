@@ -709,3 +709,105 @@ func TestCombJoinAllManyHandles(t *testing.T) {
 		t.Fatal(err, all.Err)
 	}
 }
+
+// countdown is ready after it has been woken `left` times (each wake from another
+// goroutine); it keeps the latest waker like any leaf.
+type countdown struct {
+	mu    sync.Mutex
+	left  int
+	w     Waker
+	polls atomic.Int64
+}
+
+func (c *countdown) Poll(cx *Context) (int, bool) {
+	c.polls.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.left <= 0 {
+		return 1, true
+	}
+	c.w = cx.Waker()
+	return 0, false
+}
+
+func (c *countdown) tick() {
+	c.mu.Lock()
+	c.left--
+	w := c.w
+	c.mu.Unlock()
+	w.Wake()
+}
+
+// TestCombJoinAllConcurrentWakes wakes the children of JoinAll and SelectN from many
+// goroutines at once, in random order, while the parent is being polled: no wake is
+// lost (the join finishes), and each child is polled at most once per wake plus once.
+func TestCombJoinAllConcurrentWakes(t *testing.T) {
+	rt := newRT(t, Config{Workers: 2})
+	const n, wakes, wakers = 2000, 3, 8
+	for round := range 3 {
+		cs := make([]*countdown, n)
+		fs := make([]Future[int], n)
+		for i := range cs {
+			cs[i] = &countdown{left: wakes}
+			fs[i] = cs[i]
+		}
+		h := Spawn(rt, JoinAll(fs...))
+		waitFor(t, "every child polled", func() bool {
+			for _, c := range cs {
+				if c.polls.Load() == 0 {
+					return false
+				}
+			}
+			return true
+		})
+		var wg sync.WaitGroup
+		for g := range wakers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				order := rand.Perm(n)
+				for k := range wakes {
+					for _, i := range order {
+						if (i+k)%wakers == g {
+							cs[i].tick()
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		v, err := waitHandle(t, h)
+		if err != nil || len(v) != n {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		var polls int64
+		for _, c := range cs {
+			polls += c.polls.Load()
+		}
+		if polls > n*(wakes+1) {
+			t.Errorf("round %d: %d child polls for %d children woken %d times each", round, polls, n, wakes)
+		}
+		// SelectN: one child finishes; the others are dropped.
+		sel := make([]Future[int], n)
+		ss := make([]*countdown, n)
+		for i := range sel {
+			ss[i] = &countdown{left: 1 + i%2}
+			sel[i] = ss[i]
+		}
+		hs := Spawn(rt, SelectN(sel...))
+		waitFor(t, "select children polled", func() bool { return ss[n-1].polls.Load() > 0 })
+		for g := range wakers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; i < n; i += wakers {
+					ss[i].tick()
+				}
+			}()
+		}
+		wg.Wait()
+		if r, err := waitHandle(t, hs); err != nil || r.Index%2 != 0 {
+			t.Fatalf("round %d: SelectN: %+v %v", round, r, err)
+		}
+	}
+}

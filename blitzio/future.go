@@ -186,6 +186,12 @@ func (w Waker) IsZero() bool { return w.t == nil }
 
 // WakerFunc returns a Waker that calls f. f must be safe to call from any goroutine, any
 // number of times. It is meant for adapters and tests that poll futures by hand.
+//
+// f should not panic. If it does while the runtime fires timers, every other fired timer
+// is still woken; then the panic is re-raised, as a *PanicError, by TestClock.Advance when
+// Advance was firing, and otherwise (a worker, or a poll that happened to fire timers)
+// written with its stack to the standard logger (package log), and the runtime carries
+// on.
 func WakerFunc(f func()) Waker { return Waker{t: &funcWaker{f: f}} }
 
 type funcWaker struct{ f func() }
