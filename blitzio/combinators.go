@@ -359,6 +359,7 @@ type nary[T any] struct {
 	first int
 	batch []int32
 	pos   int
+	out   []T // where a nil onReady stores values
 }
 
 func newNary[T any](fs []Future[T]) nary[T] {
@@ -366,7 +367,8 @@ func newNary[T any](fs []Future[T]) nary[T] {
 }
 
 // poll polls the woken children, calling onReady for each that finishes; onReady
-// returns false to stop (a select has its winner, a TryJoin its error).
+// returns false to stop (a select has its winner, a TryJoin its error). A nil onReady
+// stores each value in n.out (JoinAll: no indirect call per child).
 //
 // Cost: each child poll is paid for by a wake of that child (or the first pass), so a
 // combinator's polls cost O(n + wakes) in all. Two things keep it so: when the task's
@@ -416,7 +418,9 @@ func (n *nary[T]) poll(cx *Context, onReady func(i int, v T) bool) {
 		}
 		n.done[i] = true
 		n.left--
-		if !onReady(int(i), v) {
+		if onReady == nil {
+			n.out[i] = v
+		} else if !onReady(int(i), v) {
 			return
 		}
 	}
@@ -441,7 +445,7 @@ type joinAll[T any] struct {
 
 func (j *joinAll[T]) Poll(cx *Context) ([]T, bool) {
 	if j.n.left > 0 {
-		j.n.poll(cx, func(i int, v T) bool { j.out[i] = v; return true })
+		j.n.poll(cx, nil)
 	}
 	return j.out, j.n.left == 0
 }
@@ -450,7 +454,10 @@ func (j *joinAll[T]) Drop() { j.n.dropRest() }
 
 // JoinAll waits for every future and returns their values in argument order.
 func JoinAll[T any](fs ...Future[T]) Future[[]T] {
-	return &joinAll[T]{n: newNary(fs), out: make([]T, len(fs))}
+	out := make([]T, len(fs))
+	n := newNary(fs)
+	n.out = out
+	return &joinAll[T]{n: n, out: out}
 }
 
 type tryJoin[T any] struct {
