@@ -323,7 +323,8 @@ func newGroup(n int) *group {
 // setParent records the parent's waker, when it changed.
 func (g *group) setParent(w Waker) {
 	if p := g.parent.Load(); p == nil || !p.WillWake(w) {
-		g.parent.Store(&w)
+		box := w // a fresh variable: only a changed waker is moved to the heap
+		g.parent.Store(&box)
 	}
 }
 
