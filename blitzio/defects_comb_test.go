@@ -7,6 +7,7 @@ import (
 	"log"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -518,7 +519,7 @@ func TestCombSleepMovedBetweenRuntimesConcurrent(t *testing.T) {
 			s.Drop()
 		}()
 	}
-	wg.Wait()
+	waitGroupOrDump(t, &wg, "sleeps moved between runtimes")
 	close(errc)
 	for err := range errc {
 		t.Error(err)
@@ -775,7 +776,7 @@ func TestCombJoinAllConcurrentWakes(t *testing.T) {
 				}
 			}()
 		}
-		wg.Wait()
+		waitGroupOrDump(t, &wg, "JoinAll wakers")
 		v, err := waitHandle(t, h)
 		if err != nil || len(v) != n {
 			t.Fatalf("round %d: %v", round, err)
@@ -805,9 +806,24 @@ func TestCombJoinAllConcurrentWakes(t *testing.T) {
 				}
 			}()
 		}
-		wg.Wait()
+		waitGroupOrDump(t, &wg, "SelectN wakers")
 		if r, err := waitHandle(t, hs); err != nil || r.Index%2 != 0 {
 			t.Fatalf("round %d: SelectN: %+v %v", round, r, err)
 		}
+	}
+}
+
+// waitGroupOrDump waits for wg, failing the test with every goroutine's stack if it takes
+// more than 60 s (a hang in the code under test, such as a cycle in a pending stack).
+func waitGroupOrDump(t *testing.T, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		t.Fatalf("%s: goroutines still running after 60 s:\n%s", what, buf[:n])
 	}
 }
