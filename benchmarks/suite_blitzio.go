@@ -34,7 +34,22 @@ const (
 	bioChain     = 1_000
 	// bioMillion is the number of sleeps SleepStartDropMillion starts before dropping them.
 	bioMillion = 1_000_000
+	// bioJoin is the number of task handles JoinAll awaits.
+	bioJoin = 100_000
 )
+
+// bioSpawnFinished fills hs with handles of tasks that have all run, then collects the
+// garbage the spawns made (so it is not billed to the timed part that follows).
+func bioSpawnFinished(rt *blitzio.Runtime, hs []blitzio.Future[blitzio.Result[int]]) {
+	var ran atomic.Int64
+	for i := range hs {
+		hs[i] = blitzio.Spawn(rt, blitzio.Lazy(func() int { ran.Add(1); return i }))
+	}
+	for ran.Load() < int64(len(hs)) {
+		runtime.Gosched()
+	}
+	runtime.GC()
+}
 
 func bioRuntime(b *testing.B) *blitzio.Runtime {
 	rt, err := blitzio.New(blitzio.Config{Workers: 2})
@@ -516,6 +531,42 @@ func blitzioCases(cfg Config) []Case {
 					}
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/bioMillion, "ns/sleep")
+			}}},
+		},
+		{
+			Name: "JoinAll",
+			Note: "await 100,000 finished task handles with one JoinAll (BlockOn), results in a slice; beside a loop of Wait collecting the same slice (spawning untimed)",
+			Ours: Impl{"blitzio.JoinAll", func(b *testing.B) {
+				rt := bioRuntime(b)
+				hs := make([]blitzio.Future[blitzio.Result[int]], bioJoin)
+				b.ReportAllocs()
+				for b.Loop() {
+					b.StopTimer()
+					bioSpawnFinished(rt, hs)
+					b.StartTimer()
+					rs, err := blitzio.BlockOn(rt, blitzio.JoinAll(hs...))
+					if err != nil || len(rs) != bioJoin || rs[bioJoin-1].Value != bioJoin-1 {
+						b.Fatal(err)
+					}
+				}
+			}},
+			Baselines: []Impl{{"loop of JoinHandle.Wait", func(b *testing.B) {
+				rt := bioRuntime(b)
+				hs := make([]blitzio.Future[blitzio.Result[int]], bioJoin)
+				b.ReportAllocs()
+				for b.Loop() {
+					b.StopTimer()
+					bioSpawnFinished(rt, hs)
+					b.StartTimer()
+					rs := make([]blitzio.Result[int], len(hs))
+					for i, h := range hs {
+						v, err := h.(blitzio.JoinHandle[int]).Wait()
+						rs[i] = blitzio.Result[int]{Value: v, Err: err}
+					}
+					if rs[bioJoin-1].Err != nil || rs[bioJoin-1].Value != bioJoin-1 {
+						b.Fatal(rs[bioJoin-1])
+					}
+				}
 			}}},
 		},
 		{

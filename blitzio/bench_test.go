@@ -1,6 +1,7 @@
 package blitzio
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/metrics"
 	"sync"
@@ -483,4 +484,111 @@ func BenchmarkSleepStartDropMillion(b *testing.B) {
 		}
 		perSleep(b)
 	})
+}
+
+// benchGate holds tasks pending until it is opened (untimed set-up), so that the timed
+// part of BenchmarkJoinAll starts with every handle pending.
+type benchGate struct {
+	mu      sync.Mutex
+	opened  bool
+	wakers  []Waker
+	waiting atomic.Int64
+}
+
+type benchGated struct {
+	g *benchGate
+	v int
+}
+
+func (t *benchGated) Poll(cx *Context) (int, bool) {
+	g := t.g
+	g.mu.Lock()
+	if !g.opened {
+		g.wakers = append(g.wakers, cx.Waker())
+		g.mu.Unlock()
+		g.waiting.Add(1)
+		return 0, false
+	}
+	g.mu.Unlock()
+	return t.v, true
+}
+
+func (g *benchGate) open() {
+	g.mu.Lock()
+	g.opened = true
+	ws := g.wakers
+	g.wakers = nil
+	g.mu.Unlock()
+	for _, w := range ws {
+		w.Wake()
+	}
+}
+
+// BenchmarkJoinAll awaits n task handles with one JoinAll (driven by BlockOn) against a
+// loop of Wait over the same kind of handles, collecting the results in a slice as
+// JoinAll does.
+//
+// JoinAll/10k, LoopWait/10k, JoinAll/100k, LoopWait/100k: n tasks are spawned and wait
+// behind a gate (untimed); the timed part opens the gate (the workers then run the n
+// tasks) and awaits every handle, pending at first, as in a join of tasks still at work.
+//
+// JoinAllReady/..., LoopWaitReady/...: the n tasks have all finished before the timed
+// part, so every handle is ready at once: the case that was quadratic (every poll after
+// the task's first 128 completions re-polled, and re-queued, every remaining child), and
+// the least favourable to JoinAll, since a Wait on a finished handle is one atomic load.
+func BenchmarkJoinAll(b *testing.B) {
+	join := func(b *testing.B, rt *Runtime, hs []Future[Result[int]]) {
+		rs, err := BlockOn(rt, JoinAll(hs...))
+		if n := len(hs); err != nil || len(rs) != n || rs[n-1].Value != n-1 {
+			b.Fatal(err)
+		}
+	}
+	loop := func(b *testing.B, rt *Runtime, hs []Future[Result[int]]) {
+		rs := make([]Result[int], len(hs))
+		for i, h := range hs {
+			v, err := h.(JoinHandle[int]).Wait()
+			rs[i] = Result[int]{Value: v, Err: err}
+		}
+		if n := len(hs); rs[n-1].Err != nil || rs[n-1].Value != n-1 {
+			b.Fatal(rs[n-1])
+		}
+	}
+	for _, ready := range []bool{false, true} {
+		for _, n := range []int{10_000, 100_000} {
+			size := fmt.Sprintf("%dk", n/1000)
+			suffix := ""
+			if ready {
+				suffix = "Ready"
+			}
+			for _, v := range []struct {
+				name  string
+				await func(*testing.B, *Runtime, []Future[Result[int]])
+			}{{"JoinAll", join}, {"LoopWait", loop}} {
+				b.Run(v.name+suffix+"/"+size, func(b *testing.B) {
+					rt := benchRT(b)
+					hs := make([]Future[Result[int]], n)
+					b.ReportAllocs()
+					for b.Loop() {
+						b.StopTimer()
+						g := &benchGate{opened: ready}
+						var ran atomic.Int64
+						for i := range hs {
+							hs[i] = Spawn(rt, Map[int, int](&benchGated{g, i}, func(v int) int { ran.Add(1); return v }))
+						}
+						for (ready && ran.Load() < int64(n)) || (!ready && g.waiting.Load() < int64(n)) {
+							runtime.Gosched()
+						}
+						// Finish the collection the spawns started, so that it does not run
+						// during (and bill) the timed part of one variant more than the other.
+						runtime.GC()
+						b.StartTimer()
+						if !ready {
+							g.open()
+						}
+						v.await(b, rt, hs)
+					}
+				})
+			}
+		}
+	}
 }

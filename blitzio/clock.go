@@ -44,7 +44,11 @@ func (c *TestClock) sealed() {}
 
 // Advance moves the clock forward by d (negative d panics: time does not go back) and,
 // before returning, fires every timer of every runtime using the clock that is now due:
-// their tasks are woken (scheduled), though they may not have run yet.
+// their tasks are woken (scheduled), though they may not have run yet. A timer is due
+// exactly when the clock has reached its deadline (to the nanosecond).
+//
+// If a Waker panics while Advance fires timers, every other due timer is still woken,
+// then Advance panics with a *PanicError holding the first such panic and its stack.
 func (c *TestClock) Advance(d time.Duration) {
 	if d < 0 {
 		panic("blitzio: TestClock.Advance: negative duration")
@@ -53,8 +57,14 @@ func (c *TestClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 	rts := append([]*Runtime(nil), c.rts...)
 	c.mu.Unlock()
+	var first *PanicError
 	for _, rt := range rts {
-		rt.processTimers(false)
+		if pe := rt.fireTimers(false); pe != nil && first == nil {
+			first = pe
+		}
+	}
+	if first != nil {
+		panic(first)
 	}
 }
 

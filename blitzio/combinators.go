@@ -2,19 +2,27 @@ package blitzio
 
 import (
 	"errors"
-	"sync"
+	"slices"
+	"sync/atomic"
+	"unsafe"
 )
 
 // Combinators run several futures at once inside one task. Every combinator polls all of
 // its unfinished children on each poll (not one after another, waiting for each in turn),
 // so children make progress concurrently and a select sees whichever finishes first. The
-// n-ary ones give each child its own waker and re-poll only the children that were woken,
-// so a JoinAll of 10,000 futures costs O(woken) per poll, not O(n).
+// n-ary ones give each child its own waker and re-poll only the children that were woken
+// (like Tokio's FuturesUnordered), and stop polling children when the task's budget is
+// spent (the task yields and the next poll resumes where this one stopped), so a JoinAll
+// of n futures costs O(n) child polls in all, however many are ready at once.
 //
 // Ordering: when several children are ready in the same poll, the one with the lowest
 // index (among those polled) wins a select. Cancellation: a child that loses a select, or
 // the rest of a TryJoin after an error, is dropped (its Drop runs) and never polled
-// again; dropping a combinator drops its unfinished children.
+// again; dropping a combinator drops its unfinished children. A finished combinator
+// polled again returns the same result without polling any child.
+//
+// The n-ary combinators read the caller's slice of futures and never write to it; the
+// caller must not change it until the combinator has finished or been dropped.
 
 // Tuple2 is the value of Join2.
 type Tuple2[A, B any] struct {
@@ -109,27 +117,43 @@ type Selected2[A, B any] struct {
 type select2[A, B any] struct {
 	a    Future[A]
 	b    Future[B]
-	done bool
+	out  Selected2[A, B] // the winner, returned again if polled after it finished
+	done bool            // finished (out is set) or dropped
 }
 
 func (s *select2[A, B]) Poll(cx *Context) (Selected2[A, B], bool) {
+	if s.done {
+		return s.out, true
+	}
 	if v, ok := s.a.Poll(cx); ok {
-		s.done = true
-		Drop(s.b)
-		return Selected2[A, B]{Index: 0, V1: v}, true
+		s.out = Selected2[A, B]{Index: 0, V1: v}
+		s.finish(0)
+		return s.out, true
 	}
 	if v, ok := s.b.Poll(cx); ok {
-		s.done = true
-		Drop(s.a)
-		return Selected2[A, B]{Index: 1, V2: v}, true
+		s.out = Selected2[A, B]{Index: 1, V2: v}
+		s.finish(1)
+		return s.out, true
 	}
 	return Selected2[A, B]{}, false
 }
 
+// finish drops every child but the winner (-1: all of them) and forgets them all.
+func (s *select2[A, B]) finish(winner int) {
+	s.done = true
+	a, b := s.a, s.b
+	s.a, s.b = nil, nil
+	if winner != 0 {
+		Drop(a)
+	}
+	if winner != 1 {
+		Drop(b)
+	}
+}
+
 func (s *select2[A, B]) Drop() {
 	if !s.done {
-		Drop(s.a)
-		Drop(s.b)
+		s.finish(-1)
 	}
 }
 
@@ -150,35 +174,45 @@ type select3[A, B, C any] struct {
 	a    Future[A]
 	b    Future[B]
 	c    Future[C]
-	done bool
+	out  Selected3[A, B, C] // the winner, returned again if polled after it finished
+	done bool               // finished (out is set) or dropped
 }
 
 func (s *select3[A, B, C]) Poll(cx *Context) (Selected3[A, B, C], bool) {
+	if s.done {
+		return s.out, true
+	}
 	if v, ok := s.a.Poll(cx); ok {
+		s.out = Selected3[A, B, C]{Index: 0, V1: v}
 		s.finish(0)
-		return Selected3[A, B, C]{Index: 0, V1: v}, true
+		return s.out, true
 	}
 	if v, ok := s.b.Poll(cx); ok {
+		s.out = Selected3[A, B, C]{Index: 1, V2: v}
 		s.finish(1)
-		return Selected3[A, B, C]{Index: 1, V2: v}, true
+		return s.out, true
 	}
 	if v, ok := s.c.Poll(cx); ok {
+		s.out = Selected3[A, B, C]{Index: 2, V3: v}
 		s.finish(2)
-		return Selected3[A, B, C]{Index: 2, V3: v}, true
+		return s.out, true
 	}
 	return Selected3[A, B, C]{}, false
 }
 
+// finish drops every child but the winner (-1: all of them) and forgets them all.
 func (s *select3[A, B, C]) finish(winner int) {
 	s.done = true
+	a, b, c := s.a, s.b, s.c
+	s.a, s.b, s.c = nil, nil, nil
 	if winner != 0 {
-		Drop(s.a)
+		Drop(a)
 	}
 	if winner != 1 {
-		Drop(s.b)
+		Drop(b)
 	}
 	if winner != 2 {
-		Drop(s.c)
+		Drop(c)
 	}
 }
 
@@ -196,70 +230,137 @@ func Select3[A, B, C any](a Future[A], b Future[B], c Future[C]) Future[Selected
 // ---- n-ary combinators ----
 
 // group gives each child of an n-ary combinator its own waker: waking child i queues i
-// and wakes the parent task, so the next poll polls only the woken children.
+// (once until the next take) and wakes the parent task (once until the next take), so
+// the next poll polls only the woken children.
+//
+// The queue is lock-free (Tokio's FuturesUnordered keeps an MPSC queue the same way),
+// because wakes come from the workers completing the children: a mutex there would be
+// taken by every completion, contended between workers, on their critical path. A wake
+// is one atomic OR on the queued bitmap, one CAS to push i on an intrusive Treiber
+// stack (links in next, head holds index+1), and one swap of notified; the poller takes
+// the whole stack with one swap (so, popping nothing singly, it has no ABA problem).
 type group struct {
-	mu       sync.Mutex
-	parent   Waker
-	ready    []int32
-	spare    []int32
-	queued   []bool
-	children []childWaker
+	// parent is the waker of the task polling the combinator, stored by the poller
+	// (boxed, replaced only when the polling task changes) and loaded by wakers.
+	parent atomic.Pointer[Waker]
+	head   atomic.Int32    // the last child pushed, plus 1; 0 when the stack is empty
+	next   []int32         // next[i]: the child pushed before i, plus 1 (written before i's push)
+	queued []atomic.Uint64 // bit i: child i is in the stack or in a list being taken
+	// notified: the parent was woken since the last take. The poll that follows that
+	// wake takes the stack (every poll takes unless it yields, and a yield re-polls), so
+	// the children pushed meanwhile need no wake of their own: one parent wake per poll,
+	// not one per child.
+	notified atomic.Bool
+	chunks   []childChunk // the children's wakers: child i's is chunks[i/64].slots[i%64]
 }
 
-type childWaker struct {
-	g *group
-	i int32
+// Child wakers. A Waker must point at something that identifies the child and its
+// group; a {group, index} pair per child would be 16 bytes, which for a join of 100,000
+// ready handles is 1.6 MB to allocate (and fault in) for wakers mostly never used, more
+// than the join's own work. So the wakers of 64 children share one chunk holding the
+// group pointer, and child k's waker points at a byte of the chunk holding k: the wake
+// finds the chunk from the byte's address. About 1.1 bytes per child.
+const chunkSize = 64
+
+type childChunk struct {
+	g     *group
+	base  int32
+	slots [chunkSize]childSlot
 }
 
-func (c *childWaker) wake(cx *Context) {
-	g := c.g
-	g.mu.Lock()
-	if !g.queued[c.i] {
-		g.queued[c.i] = true
-		g.ready = append(g.ready, c.i)
+// childSlot is the target of one child's Waker; its value is its own index in slots.
+type childSlot uint8
+
+var slotsOffset = unsafe.Offsetof(childChunk{}.slots)
+
+func (s *childSlot) wake(cx *Context) {
+	k := *s
+	// s is &c.slots[k] for the chunk c that holds it: step back to c (pointer arithmetic
+	// within one allocated object, which unsafe.Pointer's rules allow).
+	c := (*childChunk)(unsafe.Add(unsafe.Pointer(s), -int(slotsOffset)-int(k)))
+	c.g.wakeChild(c.base+int32(k), cx)
+}
+
+func (g *group) waker(i int32) Waker {
+	return Waker{t: &g.chunks[uint32(i)/chunkSize].slots[uint32(i)%chunkSize]}
+}
+
+func (g *group) wakeChild(i int32, cx *Context) {
+	bit := uint64(1) << (uint32(i) % 64)
+	if g.queued[uint32(i)/64].Or(bit)&bit != 0 {
+		return // queued already: the poll that takes it has not begun taking yet
 	}
-	p := g.parent
-	g.mu.Unlock()
-	p.WakeFrom(cx)
+	for {
+		h := g.head.Load()
+		g.next[i] = h // ours alone until the push: i was not queued
+		if g.head.CompareAndSwap(h, i+1) {
+			break
+		}
+	}
+	// After the push: a take that cleared notified before our push takes us (its swap
+	// of head comes after), or we see notified clear and wake the parent.
+	if !g.notified.Load() && !g.notified.Swap(true) {
+		g.parent.Load().WakeFrom(cx)
+	}
 }
 
 func newGroup(n int) *group {
 	g := &group{
-		ready:    make([]int32, n),
-		queued:   make([]bool, n),
-		children: make([]childWaker, n),
+		next:   make([]int32, n),
+		queued: make([]atomic.Uint64, (n+63)/64),
+		chunks: make([]childChunk, (n+chunkSize-1)/chunkSize),
 	}
-	for i := range g.children {
-		g.children[i] = childWaker{g: g, i: int32(i)}
-		g.ready[i] = int32(i) // the first poll polls every child, in index order
-		g.queued[i] = true
+	for c := range g.chunks {
+		ch := &g.chunks[c]
+		ch.g, ch.base = g, int32(c*chunkSize)
+		for k := range ch.slots {
+			ch.slots[k] = childSlot(k)
+		}
 	}
 	return g
 }
 
-// take records the parent's waker and returns the children to poll now. The returned
-// slice is valid until the next take.
-func (g *group) take(w Waker) []int32 {
-	g.mu.Lock()
-	if !g.parent.WillWake(w) {
-		g.parent = w
+// setParent records the parent's waker, when it changed.
+func (g *group) setParent(w Waker) {
+	if p := g.parent.Load(); p == nil || !p.WillWake(w) {
+		box := w // a fresh variable: only a changed waker is moved to the heap
+		g.parent.Store(&box)
 	}
-	r := g.ready
-	g.ready = g.spare[:0]
-	g.spare = r
-	for _, i := range r {
-		g.queued[i] = false
+}
+
+// take returns the children woken since the last take, in wake order, in buf's storage
+// (buf's old contents are discarded), and un-queues them.
+func (g *group) take(buf []int32) []int32 {
+	// Clear notified before taking the stack: a wake pushing after our swap then finds it
+	// clear and wakes the parent; one pushing before it is in what we take.
+	g.notified.Store(false)
+	r := buf[:0]
+	for h := g.head.Swap(0); h != 0; {
+		i := h - 1
+		h = g.next[i] // read before i is un-queued: then its waker may push it again
+		g.queued[uint32(i)/64].And(^(uint64(1) << (uint32(i) % 64)))
+		r = append(r, i)
 	}
-	g.mu.Unlock()
+	slices.Reverse(r) // the stack is last-woken first
 	return r
 }
 
-// nary holds the children of an n-ary combinator.
+// nary holds the children of an n-ary combinator. fs is the caller's slice: it is read,
+// never written (done says which children are finished or dropped).
 type nary[T any] struct {
 	fs   []Future[T]
 	done []bool
 	left int
 	g    *group
+	// first is the next child of the first pass, which polls every child once in index
+	// order. After it, batch is the list of woken children this combinator is working
+	// through and pos the next one to poll. A poll that stops because the task's budget is
+	// spent leaves the rest for the next poll, instead of re-queuing them (which would
+	// make a join of n ready futures cost O(n) per poll, O(n^2) in all).
+	first int
+	batch []int32
+	pos   int
+	out   []T // where a nil onReady stores values
 }
 
 func newNary[T any](fs []Future[T]) nary[T] {
@@ -267,26 +368,60 @@ func newNary[T any](fs []Future[T]) nary[T] {
 }
 
 // poll polls the woken children, calling onReady for each that finishes; onReady
-// returns false to stop (a select has its winner, a TryJoin its error).
+// returns false to stop (a select has its winner, a TryJoin its error). A nil onReady
+// stores each value in n.out (JoinAll: no indirect call per child).
+//
+// Cost: each child poll is paid for by a wake of that child (or the first pass), so a
+// combinator's polls cost O(n + wakes) in all. Two things keep it so: when the task's
+// budget is spent the loop stops at once (every leaf would refuse and re-wake its child,
+// O(n) per poll) and the task yields; and a poll takes the queue of woken children at
+// most once, so a child that wakes itself when polled (a yield) runs once per poll.
 func (n *nary[T]) poll(cx *Context, onReady func(i int, v T) bool) {
+	saved := cx.waker
 	if n.g == nil {
 		n.g = newGroup(len(n.fs))
 	}
-	saved := cx.waker
+	g := n.g
+	g.setParent(saved)
 	defer func() { cx.waker = saved }()
-	for _, i := range n.g.take(saved) {
+	took := false
+	for {
+		var i int32
+		switch {
+		case n.first < len(n.fs):
+			i = int32(n.first)
+		case n.pos < len(n.batch):
+			i = n.batch[n.pos]
+		case took:
+			return
+		default:
+			n.batch, n.pos, took = g.take(n.batch), 0, true
+			continue
+		}
+		if cx.budgetSpent() {
+			// Every leaf would refuse now. Yield: the next poll resumes here.
+			cx.waker = saved
+			cx.wakeSelfYield()
+			return
+		}
+		if n.first < len(n.fs) {
+			n.first++
+		} else {
+			n.pos++
+		}
 		if n.done[i] {
 			continue
 		}
-		cx.waker = Waker{t: &n.g.children[i]}
+		cx.waker = g.waker(i)
 		v, ok := n.fs[i].Poll(cx)
 		if !ok {
 			continue
 		}
 		n.done[i] = true
-		n.fs[i] = nil
 		n.left--
-		if !onReady(int(i), v) {
+		if onReady == nil {
+			n.out[i] = v
+		} else if !onReady(int(i), v) {
 			return
 		}
 	}
@@ -295,13 +430,13 @@ func (n *nary[T]) poll(cx *Context, onReady func(i int, v T) bool) {
 // dropRest drops every unfinished child.
 func (n *nary[T]) dropRest() {
 	for i, f := range n.fs {
-		if !n.done[i] && f != nil {
+		if !n.done[i] {
 			n.done[i] = true
-			n.fs[i] = nil
 			Drop(f)
 		}
 	}
 	n.left = 0
+	n.first, n.batch, n.pos = len(n.fs), nil, 0
 }
 
 type joinAll[T any] struct {
@@ -311,7 +446,7 @@ type joinAll[T any] struct {
 
 func (j *joinAll[T]) Poll(cx *Context) ([]T, bool) {
 	if j.n.left > 0 {
-		j.n.poll(cx, func(i int, v T) bool { j.out[i] = v; return true })
+		j.n.poll(cx, nil)
 	}
 	return j.out, j.n.left == 0
 }
@@ -320,7 +455,10 @@ func (j *joinAll[T]) Drop() { j.n.dropRest() }
 
 // JoinAll waits for every future and returns their values in argument order.
 func JoinAll[T any](fs ...Future[T]) Future[[]T] {
-	return &joinAll[T]{n: newNary(fs), out: make([]T, len(fs))}
+	out := make([]T, len(fs))
+	n := newNary(fs)
+	n.out = out
+	return &joinAll[T]{n: n, out: out}
 }
 
 type tryJoin[T any] struct {

@@ -210,12 +210,13 @@ func TestBuildingBlocksByHand(t *testing.T) {
 	if _, ok := y.Poll(cx2); !ok {
 		t.Fatal("YieldNow second poll")
 	}
-	// The budget: the 129th ready leaf in one poll is pending, with a wake.
+	// The budget of a task's poll (a hand-made Context has none): the 129th ready leaf
+	// in one poll is pending, with a wake.
 	woken = 0
-	r := Ready(1)
+	cx3 := &Context{waker: cx2.waker, budget: budgetPerPoll}
 	n := 0
 	for {
-		if _, ok := r.Poll(cx2); !ok {
+		if _, ok := Ready(1).Poll(cx3); !ok {
 			break
 		}
 		n++

@@ -13,8 +13,15 @@ package blitzio
 //     from an earlier Context of the same task) to be called when polling again can make
 //     progress. A future that returns pending without arranging a wake-up is never polled
 //     again.
-//   - After Poll has returned ready, it is not called again (JoinHandle, Ready and the
-//     combinators in this package tolerate it, but user futures need not).
+//   - After Poll has returned ready, it is not called again. Every future in this package
+//     (JoinHandle, Ready, Lazy, Map, AndThen, Sleep, Timeout and the combinators)
+//     tolerates it anyway: polled again, a finished future returns the same value, and a
+//     finished composite future (Map, AndThen, Lazy, Timeout, the joins and selects)
+//     returns it without polling its children or calling its callbacks again. A leaf
+//     (Ready, Sleep, JoinHandle) consumes budget on every poll, so polled again when the
+//     task's budget is spent it returns pending after re-scheduling the task, like any
+//     leaf, and the same value on the next poll. User futures need not tolerate it. (A
+//     Ticker is a stream: each ready poll is a new tick.)
 //   - The *Context is valid only during the call; keep the Waker, not the Context.
 //
 // A future that holds a resource outside itself (a timer entry, a registration with an
@@ -75,11 +82,19 @@ type Context struct {
 // are always ready cannot monopolise its worker.
 const budgetPerPoll = 128
 
+// unlimitedBudget marks a Context that has no cooperative budget (NewContext).
+const unlimitedBudget = -1
+
 // NewContext returns a Context for polling futures by hand, outside any runtime (tests,
 // adapters): leaf futures that need a runtime (Sleep, Spawn) panic when polled with it.
 // rt may be nil.
+//
+// A hand-made Context has no cooperative budget: ConsumeBudget always succeeds, so it can
+// be reused for any number of polls and leaf completions. The budget exists to make a
+// task yield its worker to other tasks; whoever polls by hand owns the goroutine and
+// decides when to stop polling. (Workers and BlockOn give each poll a fresh budget.)
 func NewContext(rt *Runtime, w Waker) *Context {
-	return &Context{waker: w, rt: rt, budget: budgetPerPoll}
+	return &Context{waker: w, rt: rt, budget: unlimitedBudget}
 }
 
 // Waker returns the waker of the task being polled. Copy it freely; it stays valid after
@@ -93,15 +108,23 @@ func (cx *Context) Runtime() *Runtime { return cx.rt }
 // ConsumeBudget spends one unit of the task's cooperative budget. A leaf future calls it
 // before reporting ready; when it returns false the budget is spent, the task has already
 // been re-scheduled, and the leaf must return pending. This is what makes a task that
-// loops over always-ready futures yield to its neighbours.
+// loops over always-ready futures yield to its neighbours. With a Context from NewContext
+// it always returns true.
 func (cx *Context) ConsumeBudget() bool {
 	if cx.budget > 0 {
 		cx.budget--
 		return true
 	}
+	if cx.budget < 0 { // unlimitedBudget
+		return true
+	}
 	cx.wakeSelfYield()
 	return false
 }
+
+// budgetSpent reports whether the next ConsumeBudget will fail: combinators stop polling
+// children then, since every leaf would only refuse and re-wake itself.
+func (cx *Context) budgetSpent() bool { return cx.budget == 0 }
 
 // Yield asks for the task being polled to be polled again after the other queued tasks:
 // the caller returns pending, and the task goes to the back of the run queue. It is how a
@@ -163,6 +186,12 @@ func (w Waker) IsZero() bool { return w.t == nil }
 
 // WakerFunc returns a Waker that calls f. f must be safe to call from any goroutine, any
 // number of times. It is meant for adapters and tests that poll futures by hand.
+//
+// f should not panic. If it does while the runtime fires timers, every other fired timer
+// is still woken; then the panic is re-raised, as a *PanicError, by TestClock.Advance when
+// Advance was firing, and otherwise (a worker, or a poll that happened to fire timers)
+// written with its stack to the standard logger (package log), and the runtime carries
+// on.
 func WakerFunc(f func()) Waker { return Waker{t: &funcWaker{f: f}} }
 
 type funcWaker struct{ f func() }
@@ -232,29 +261,53 @@ func WithDrop[T any](f Future[T], drop func()) Future[T] {
 	return &withDrop[T]{Future: f, drop: drop}
 }
 
-type lazyFuture[T any] struct{ f func() T }
+type lazyFuture[T any] struct {
+	f func() T
+	v T
+}
 
-func (l *lazyFuture[T]) Poll(*Context) (T, bool) { return l.f(), true }
+func (l *lazyFuture[T]) Poll(*Context) (T, bool) {
+	if l.f != nil {
+		f := l.f
+		l.f = nil // before the call: a panicking f is not called again either
+		l.v = f()
+	}
+	return l.v, true
+}
 
 // Lazy returns a future that calls f on its first poll and is ready with its result.
-// Nothing runs until the future is polled (unlike a plain function call).
+// Nothing runs until the future is polled (unlike a plain function call), and f runs
+// once: polled again, the future returns the same result.
 func Lazy[T any](f func() T) Future[T] { return &lazyFuture[T]{f: f} }
 
 type mapFuture[A, B any] struct {
-	inner Future[A]
+	inner Future[A] // nil once finished
 	fn    func(A) B
+	out   B
 }
 
 func (m *mapFuture[A, B]) Poll(cx *Context) (B, bool) {
+	if m.inner == nil {
+		return m.out, true
+	}
 	a, ok := m.inner.Poll(cx)
 	if !ok {
 		var zero B
 		return zero, false
 	}
-	return m.fn(a), true
+	// Finished before fn runs: a panicking fn leaves no child to poll again.
+	m.inner = nil
+	m.out = m.fn(a)
+	m.fn = nil
+	return m.out, true
 }
 
-func (m *mapFuture[A, B]) Drop() { Drop(m.inner) }
+func (m *mapFuture[A, B]) Drop() {
+	if m.inner != nil {
+		Drop(m.inner)
+		m.inner = nil
+	}
+}
 
 // Map returns a future that is f's value transformed by fn.
 func Map[A, B any](f Future[A], fn func(A) B) Future[B] {
@@ -265,26 +318,39 @@ type andThenFuture[A, B any] struct {
 	first  Future[A]
 	fn     func(A) Future[B]
 	second Future[B]
+	out    B
+	done   bool
 }
 
 func (t *andThenFuture[A, B]) Poll(cx *Context) (B, bool) {
+	if t.done {
+		return t.out, true
+	}
 	if t.second == nil {
 		a, ok := t.first.Poll(cx)
 		if !ok {
 			var zero B
 			return zero, false
 		}
-		t.second = t.fn(a)
 		t.first = nil
+		fn := t.fn
+		t.fn = nil
+		t.second = fn(a)
 	}
-	return t.second.Poll(cx)
+	v, ok := t.second.Poll(cx)
+	if ok {
+		t.out, t.done, t.second = v, true, nil
+	}
+	return v, ok
 }
 
 func (t *andThenFuture[A, B]) Drop() {
 	if t.second != nil {
 		Drop(t.second)
+		t.second = nil
 	} else if t.first != nil {
 		Drop(t.first)
+		t.first = nil
 	}
 }
 

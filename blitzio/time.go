@@ -20,9 +20,9 @@ func (timeoutError) Is(target error) bool { return target == context.DeadlineExc
 func (timeoutError) Timeout() bool { return true }
 
 const (
-	sleepNew uint8 = iota
-	sleepRegistered
-	sleepDone
+	sleepNew        uint8 = iota
+	sleepRegistered       // its timer is registered with s.rt
+	sleepDone             // due (or dropped)
 )
 
 // SleepFuture is the future returned by Sleep and SleepUntil. Its timer entry lives
@@ -52,10 +52,16 @@ const (
 )
 
 // Sleep returns a future that is ready d after its first poll (a duration counts from
-// the first poll, not from the call). It panics if polled outside a runtime.
+// the first poll, not from the call). A sleep of d <= 0 is ready on its first poll. It
+// panics if polled outside a runtime.
+//
+// With the system clock a sleep fires on the first timer tick (1 ms) at or after its
+// deadline, never before it; with a TestClock it fires exactly when Advance brings the
+// clock to its deadline.
 func Sleep(d time.Duration) *SleepFuture { return &SleepFuture{d: d} }
 
-// SleepUntil returns a future that is ready at t on the runtime's clock.
+// SleepUntil returns a future that is ready at t on the runtime's clock: on its first
+// poll if t is not after the clock's current time.
 func SleepUntil(t time.Time) *SleepFuture {
 	x := &struct {
 		s SleepFuture
@@ -74,7 +80,6 @@ func (s *SleepFuture) Poll(cx *Context) (struct{}, bool) {
 		if rt == nil {
 			panic("blitzio: Sleep polled without a Runtime")
 		}
-		s.rt = rt
 		var now, at time.Duration
 		switch s.entry.ownerMode {
 		case sleepAtElapsed:
@@ -91,9 +96,18 @@ func (s *SleepFuture) Poll(cx *Context) (struct{}, bool) {
 				at = 1<<63 - 1
 			}
 		}
-		s.entry.ownerState = sleepRegistered
-		if rt.registerTimer(cx, &s.entry, timeToTick(at), nowTick(now), cx.waker) {
-			return struct{}{}, false
+		// Due already (d <= 0, a deadline in the past): ready now, not on the next tick.
+		if at > now {
+			// s.rt is the runtime the entry was last registered with, if any: a sleep
+			// reset and polled on another runtime may still sit, cancelled, in that
+			// runtime's pending stack, and registerTimer must take it out of there. So s.rt
+			// changes only here, when the entry is registered again.
+			prev := s.rt
+			s.rt = rt
+			s.entry.ownerState = sleepRegistered
+			if rt.registerTimer(cx, prev, &s.entry, rt.deadlineTick(at), rt.nowTick(now), cx.waker) {
+				return struct{}{}, false
+			}
 		}
 		s.entry.ownerState = sleepDone
 	case sleepRegistered:
@@ -125,8 +139,8 @@ func (s *SleepFuture) Drop() {
 }
 
 // Reset re-arms the sleep to finish d after its next poll, removing its current timer
-// if it has one. A reset sleep may be polled again: reusing one SleepFuture for a series
-// of timeouts costs no allocation.
+// if it has one. A reset sleep may be polled again, even on another runtime: reusing one
+// SleepFuture for a series of timeouts costs no allocation.
 func (s *SleepFuture) Reset(d time.Duration) {
 	if s.entry.ownerState == sleepRegistered {
 		s.rt.cancelTimer(&s.entry)
@@ -244,39 +258,48 @@ func (t *Ticker) Drop() {
 type timeoutFuture[T any] struct {
 	inner Future[T]
 	sleep SleepFuture
-	done  bool
+	done  bool      // finished (out holds the result) or dropped
+	out   Result[T] // returned again if polled after it finished
 	until time.Time // Deadline's deadline (sleep.until points here)
 }
 
 func (f *timeoutFuture[T]) Poll(cx *Context) (Result[T], bool) {
 	if f.done {
-		return Result[T]{Err: ErrTimeout}, true
+		return f.out, true
 	}
 	if v, ok := f.inner.Poll(cx); ok {
 		f.sleep.Drop()
-		f.done = true
-		return Result[T]{Value: v}, true
+		f.finish(Result[T]{Value: v})
+		return f.out, true
 	}
 	if _, ok := f.sleep.Poll(cx); ok {
-		Drop(f.inner)
-		f.done = true
-		return Result[T]{Err: ErrTimeout}, true
+		inner := f.inner
+		f.finish(Result[T]{Err: ErrTimeout})
+		Drop(inner)
+		return f.out, true
 	}
 	return Result[T]{}, false
+}
+
+func (f *timeoutFuture[T]) finish(r Result[T]) {
+	f.done, f.out, f.inner = true, r, nil
 }
 
 func (f *timeoutFuture[T]) Drop() {
 	if f.done {
 		return
 	}
-	f.done = true
-	Drop(f.inner)
+	inner := f.inner
+	f.finish(Result[T]{Err: ErrCancelled})
+	Drop(inner)
 	f.sleep.Drop()
 }
 
 // Timeout runs f with a time limit of d (counted from the first poll). If f finishes
 // first its value is returned and the timer removed; otherwise f is dropped and the error
-// is ErrTimeout, which satisfies errors.Is(err, context.DeadlineExceeded).
+// is ErrTimeout, which satisfies errors.Is(err, context.DeadlineExceeded). f is polled
+// first, so a ready f wins even when d <= 0; with d <= 0 a pending f times out on the
+// first poll.
 func Timeout[T any](d time.Duration, f Future[T]) Future[Result[T]] {
 	return &timeoutFuture[T]{inner: f, sleep: SleepFuture{d: d}}
 }

@@ -1,9 +1,12 @@
 package blitzio
 
 import (
+	"log"
 	"math"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Timer entry states (timerEntry.st). The pending stack lets a sleep start and be dropped
@@ -18,8 +21,10 @@ import (
 //     CAS, which publishes them); not in the wheel yet.
 //   - tsCancelled: cancelled by its owner while queued, by one CAS. It may still be in the
 //     pending stack, or in a list a drainer has popped: drainers skip it without touching
-//     it. Before the owner registers it again it drains the stack under the lock, after
-//     which no drainer can hold it, and it is the owner's alone again.
+//     it. Before the owner registers it again it drains that stack (the one of the runtime
+//     it was queued on, which need not be the runtime it registers with next) under that
+//     runtime's lock, after which no drainer can hold it, and it is the owner's alone
+//     again.
 //   - tsWheel: moved into the wheel by a drainer (CAS tsQueued -> tsWheel, so a cancel and
 //     a drain cannot both win). Guarded by the lock from here on: a cancel takes the lock,
 //     removes it and stores tsIdle.
@@ -101,11 +106,71 @@ func (ts *timerState) drainLocked(wakers []Waker, now uint64) []Waker {
 }
 
 // wakeAll calls the wakers a drain or an advance collected (outside the lock: waking
-// schedules tasks, which takes queue locks).
+// schedules tasks, which takes queue locks), on a goroutine that must not panic: a
+// worker, or a future's Poll that happened to drain the timers. A waker that panics does
+// not stop the others (see wakeAllCollect); the panic is reported by reportWakerPanic.
 func wakeAll(wakers []Waker) {
-	for _, w := range wakers {
-		w.Wake()
+	if pe := wakeAllCollect(wakers); pe != nil {
+		reportWakerPanic(pe)
 	}
+}
+
+// wakeAllCollect calls every waker, even when some panic (each timer was already marked
+// fired, so a waker skipped here would never be called), and returns the first panic.
+func wakeAllCollect(wakers []Waker) (first *PanicError) {
+	for len(wakers) > 0 {
+		wakers = wakeUntilPanic(wakers, &first)
+	}
+	return first
+}
+
+// wakeUntilPanic wakes ws in order; if a waker panics it records the first panic and
+// returns the wakers after it. One deferred recover for the whole loop keeps the common
+// path (no panic) as cheap as a plain loop.
+func wakeUntilPanic(ws []Waker, first **PanicError) (rest []Waker) {
+	i := 0
+	defer func() {
+		if r := recover(); r != nil {
+			if *first == nil {
+				*first = &PanicError{Value: r, Stack: debug.Stack()}
+			}
+			rest = ws[i+1:]
+		}
+	}()
+	for ; i < len(ws); i++ {
+		ws[i].Wake()
+	}
+	return nil
+}
+
+// reportWakerPanic makes a waker's panic visible where it cannot be re-raised to the
+// code responsible (a worker firing timers between tasks, or an unrelated future whose
+// poll drained the timers): it is written, with its stack, to the standard logger, as
+// net/http does with a handler's panic, and the runtime carries on.
+func reportWakerPanic(pe *PanicError) {
+	log.Printf("blitzio: a Waker panicked while the runtime was firing timers (every other fired timer was woken): %v\n%s", pe.Value, pe.Stack)
+}
+
+// Timer ticks. With the system clock a tick is 1 ms: deadlines round up and the current
+// time rounds down, so a timer never fires early and the wheel spans about 12 days in its
+// five levels. With a TestClock a tick is 1 ns, so a timer fires exactly when Advance
+// brings the clock to its deadline (the wheel then spans about a second before the
+// overflow list, which only costs a test more cascading).
+
+// deadlineTick converts a deadline (elapsed runtime time) to a wheel tick.
+func (rt *Runtime) deadlineTick(at time.Duration) uint64 {
+	if rt.testClock != nil {
+		return uint64(max(at, 0))
+	}
+	return timeToTick(at)
+}
+
+// nowTick converts the current elapsed runtime time to a wheel tick.
+func (rt *Runtime) nowTick(now time.Duration) uint64 {
+	if rt.testClock != nil {
+		return uint64(max(now, 0))
+	}
+	return nowTick(now)
 }
 
 // timerCount returns the number of registered timers that have not fired (tests). It
@@ -121,21 +186,31 @@ func (rt *Runtime) timerCount() int {
 }
 
 // registerTimer registers e (owned by the caller, in state tsIdle, tsFired or
-// tsCancelled) with deadline and waker w; now is the current tick. It returns false if the
-// deadline has already passed; then nothing was registered. cx is the polling Context (its
-// registration count triggers drains).
-func (rt *Runtime) registerTimer(cx *Context, e *timerEntry, deadline, now uint64, w Waker) bool {
-	if deadline <= now {
-		return false
-	}
+// tsCancelled) with deadline and waker w; now is the current tick. prev is the runtime e
+// was last registered with (nil if never). It returns false if the deadline has already
+// passed; then nothing was registered (but e is no longer in prev's pending stack). cx is the polling Context (its registration count
+// triggers drains).
+func (rt *Runtime) registerTimer(cx *Context, prev *Runtime, e *timerEntry, deadline, now uint64, w Waker) bool {
 	ts := &rt.timers
 	if atomic.LoadUint32(&e.st) == tsCancelled {
-		// e may still be in the pending stack (or in a list a drainer is walking): after
-		// a drain under the lock it is in neither, and ours again.
-		ts.mu.Lock()
-		wakers := ts.drainLocked(nil, 0)
-		ts.mu.Unlock()
+		// e may still be in the pending stack it was cancelled in (or in a list a drainer
+		// of that stack is walking): after a drain under that runtime's lock it is in
+		// neither, and ours again. The stack is prev's, not necessarily ours: a sleep
+		// reset and polled on another runtime that skipped this drain would be pushed on
+		// our stack while still linked in prev's, and prev's next drain would take it (it
+		// would never fire here) and walk on into our stack through its next link.
+		if prev == nil {
+			prev = rt
+		}
+		pts := &prev.timers
+		pts.mu.Lock()
+		wakers := pts.drainLocked(nil, 0)
+		pts.mu.Unlock()
 		wakeAll(wakers)
+	}
+	// Checked after the drain above, so that e is out of prev's stack either way.
+	if deadline <= now {
+		return false
 	}
 	// e is ours alone (tsIdle, tsFired or drained tsCancelled): plain writes, published
 	// by the push's CAS.
@@ -234,17 +309,26 @@ func (rt *Runtime) releaseTimerDriver() {
 	rt.timerDriver.Store(-1)
 }
 
-// processTimers fires every due timer. tryOnly makes it give up if another goroutine is
-// already driving the wheel.
+// processTimers fires every due timer, on a worker. tryOnly makes it give up if another
+// goroutine is already driving the wheel. A waker that panics is reported by
+// reportWakerPanic, after every other fired timer has been woken.
 func (rt *Runtime) processTimers(tryOnly bool) {
+	if pe := rt.fireTimers(tryOnly); pe != nil {
+		reportWakerPanic(pe)
+	}
+}
+
+// fireTimers is processTimers returning the first panic of a waker instead of reporting
+// it (every fired timer is woken either way), for callers that re-raise it.
+func (rt *Runtime) fireTimers(tryOnly bool) *PanicError {
 	ts := &rt.timers
 	if !ts.active.Load() {
-		return
+		return nil
 	}
-	now := nowTick(rt.elapsed())
+	now := rt.nowTick(rt.elapsed())
 	if tryOnly {
 		if !ts.mu.TryLock() {
-			return
+			return nil
 		}
 	} else {
 		ts.mu.Lock()
@@ -277,7 +361,7 @@ func (rt *Runtime) processTimers(tryOnly bool) {
 		ts.nextAt.Store(0)
 	}
 	ts.mu.Unlock()
-	wakeAll(wakers)
+	return wakeAllCollect(wakers)
 }
 
 // clear drops every timer at shutdown (their tasks are gone).

@@ -33,6 +33,16 @@
  *   Clock     time advances 0 -> TMAX at arbitrary points.
  * Every deadline choice and every interleaving is explored.
  *
+ * One runtime is modelled. A sleep may be reset and polled on another runtime; then the
+ * stack H and the lock L of the drain before re-registering are those of the runtime the
+ * entry was cancelled in (SleepFuture.rt, which changes only when the entry is registered
+ * again), not those of the runtime it moves to. After that drain the entry is in no
+ * structure of either runtime and is T_CANCELLED (owned), which is the T_CANCELLED -> push
+ * step of this model on the new runtime; so two runtimes interleave as two copies of this
+ * model whose entries move only between owner-exclusive states. (Draining the new
+ * runtime's stack instead left the entry linked in the old stack while it was pushed on
+ * the new one: TestCombSleepMovedBetweenRuntimes.)
+ *
  * Checked:
  *   - the pending stack is a real linked list (next[], H), and an entry is never pushed
  *     while it is in the stack or in a list a drainer popped (assert listed[e] == 0 at
