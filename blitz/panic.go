@@ -3,7 +3,11 @@ package blitz
 import (
 	"errors"
 	"fmt"
+	"io"
+	"runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
 )
 
 // PanicError carries a panic out of forked work to the goroutine that joins it. Join,
@@ -12,22 +16,69 @@ import (
 // caller sees the original value and the stack of the goroutine where it happened.
 //
 // A *PanicError that crosses several nested joins is re-raised as is, not wrapped again.
+//
+// Its message is one line (unless the panic value's own text has several): the value and
+// the file:line where the user's code panicked,
+//
+//	blitz: panic in forked job: runtime error: index out of range [5] with length 3 [at parse.go:42]
+//
+// so a re-raise that nobody recovers crashes the program with a message naming the
+// panicking line, not only the join that re-raised it. The full stack is in Stack, and
+// formatting with %+v prints the message, a newline and the stack. blitzio.PanicError
+// has the same shape.
 type PanicError struct {
-	// Value is the value the job passed to panic.
+	// Value is the value the job passed to panic (ErrGoexit if the job's goroutine
+	// called runtime.Goexit).
 	Value any
 	// Stack is the stack of the goroutine that panicked, taken when the panic was
-	// recovered (it still shows the frames of the panicking job).
+	// recovered (it still shows the frames of the panicking job), as debug.Stack
+	// formats it.
 	Stack []byte
+
+	// pcs are the program counters of the panicking goroutine, taken with Stack. The
+	// panic site named by Error is found in them when the message is formatted, not at
+	// recover time, so a panic that nobody prints costs no symbol lookup.
+	pcs []uintptr
 }
 
-// Error returns "blitz: panic in forked job: " followed by the value. The stack is not
-// part of the message; read it from Stack.
+// Error returns one line: "blitz: panic in forked job: ", the value, and, when it is
+// known, " [at file.go:line]" naming the frame that panicked. That frame is the first one
+// below the panic that is neither in the Go runtime or standard library nor in this
+// module's own (non-test) code: for panic("x") it is the line of that call, for a
+// runtime error such as an index out of range it is the line of the faulty expression,
+// for a panic that blitz raises (a misused Future, say) it is the user's call into blitz,
+// and for ErrGoexit it is the line that called runtime.Goexit (t.Fatal in a test). The
+// line is known for the PanicErrors that blitz creates, not for one built as a literal.
+// The stack is not part of the message: read it from Stack or format with %+v.
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("blitz: panic in forked job: %v", e.Value)
+	msg := fmt.Sprintf("blitz: panic in forked job: %v", e.Value)
+	if at := panicSite(e.pcs); at != "" {
+		msg += " [at " + at + "]"
+	}
+	return msg
+}
+
+// Format implements fmt.Formatter: %v and %s print Error() (one line), %q prints it
+// quoted, and %+v prints Error(), a newline and Stack.
+func (e *PanicError) Format(s fmt.State, verb rune) {
+	switch {
+	case verb == 'v' && s.Flag('+'):
+		io.WriteString(s, e.Error())
+		if len(e.Stack) > 0 {
+			io.WriteString(s, "\n")
+			s.Write(e.Stack)
+		}
+	case verb == 'v' && s.Flag('#'):
+		fmt.Fprintf(s, "&blitz.PanicError{Value:%#v, Stack:[]byte{ /* %d bytes */ }}", e.Value, len(e.Stack))
+	case verb == 'v' || verb == 's' || verb == 'q':
+		fmt.Fprintf(s, fmt.FormatString(s, verb), e.Error())
+	default:
+		fmt.Fprintf(s, "%%!%c(*blitz.PanicError=%s)", verb, e.Error())
+	}
 }
 
 // Unwrap returns Value if it is an error (so errors.Is and errors.As see through a
-// PanicError to, say, a runtime.Error or ErrClosed), and nil otherwise.
+// PanicError to, say, a runtime.Error, ErrClosed or ErrGoexit), and nil otherwise.
 func (e *PanicError) Unwrap() error {
 	if err, ok := e.Value.(error); ok {
 		return err
@@ -36,12 +87,108 @@ func (e *PanicError) Unwrap() error {
 }
 
 // wrapPanic turns a recovered value into a *PanicError. It must be called from the
-// deferred function that recovered, so debug.Stack still sees the panicking frames.
+// deferred function that recovered (or, for ErrGoexit, that runs during the Goexit), so
+// the stack still shows the panicking frames. A *PanicError is returned as is: a panic
+// re-raised by a nested join keeps its value, stack and site.
 func wrapPanic(r any) *PanicError {
 	if pe, ok := r.(*PanicError); ok {
 		return pe
 	}
-	return &PanicError{Value: r, Stack: debug.Stack()}
+	return &PanicError{Value: r, Stack: debug.Stack(), pcs: callers()}
+}
+
+// maxPanicPCs bounds the program counters a PanicError keeps. The panic site is near the
+// top of the stack (under the recovering function, runtime.gopanic and a few runtime
+// frames), unless it is deep in blitz's own frames; 64 covers both.
+const maxPanicPCs = 64
+
+// callers returns the program counters of its caller's caller and up: the deferred
+// function that recovered, runtime.gopanic (or runtime.Goexit), the panicking frame...
+func callers() []uintptr {
+	var buf [maxPanicPCs]uintptr
+	n := runtime.Callers(3, buf[:]) // skip runtime.Callers, callers and wrapPanic
+	return append([]uintptr(nil), buf[:n]...)
+}
+
+// ownPackages prefix the function names of blitz, blitzio and shared/lockfree. Their
+// frames, outside test files, are never the panic site to report: a panic that blitz
+// raises itself (a misused Future, say) is reported at the user's call into blitz, and
+// a blitz re-raise inside a blitzio task at the user's call of the blitz function.
+var ownPackages = [...]string{
+	"github.com/blitzgo/blitz/blitz.",
+	"github.com/blitzgo/blitz/blitzio.",
+	"github.com/blitzgo/blitz/shared/lockfree.",
+}
+
+// goSrc is the directory of the Go standard library's sources ("/usr/local/go/src/"),
+// taken from the file of runtime.Callers itself, or "" if the binary was built with
+// -trimpath (the standard library's files are then "runtime/panic.go" and the like,
+// which cannot be told apart from a module's by path: only runtime frames are skipped).
+var goSrc = func() string {
+	var pc [1]uintptr
+	if runtime.Callers(0, pc[:]) == 0 {
+		return ""
+	}
+	f, _ := runtime.CallersFrames(pc[:]).Next()
+	i := strings.LastIndex(f.File, "/runtime/")
+	if i <= 0 {
+		return ""
+	}
+	return f.File[:i+1]
+}()
+
+// panicSite returns "file.go:line" of the frame that panicked in pcs (see Error), or ""
+// if there is none. It starts below the innermost runtime.gopanic or runtime.Goexit (the
+// frames above them are the deferred function that recovered, and the runtime's) and
+// skips the frames of the Go runtime and standard library and of blitz's non-test code.
+// If it skips every frame, it names the first one below the panic.
+func panicSite(pcs []uintptr) string {
+	frames := runtime.CallersFrames(pcs)
+	var first runtime.Frame
+	below := false
+	for more := len(pcs) > 0; more; {
+		var f runtime.Frame
+		f, more = frames.Next()
+		switch {
+		case !below:
+			below = f.Function == "runtime.gopanic" || f.Function == "runtime.Goexit"
+		case !skipFrame(f):
+			return fileLine(f)
+		case first.File == "":
+			first = f
+		}
+	}
+	if first.File == "" {
+		return ""
+	}
+	return fileLine(first)
+}
+
+// fileLine formats f's position as base name and line, as log.Lshortfile does.
+func fileLine(f runtime.Frame) string {
+	file := f.File
+	if i := strings.LastIndexByte(file, '/'); i >= 0 {
+		file = file[i+1:]
+	}
+	return file + ":" + strconv.Itoa(f.Line)
+}
+
+// skipFrame reports whether panicSite looks past f: a frame of the Go runtime, of the
+// standard library, or of blitz's own code outside its tests.
+func skipFrame(f runtime.Frame) bool {
+	if strings.HasPrefix(f.Function, "runtime.") || strings.HasPrefix(f.Function, "internal/") ||
+		goSrc != "" && strings.HasPrefix(f.File, goSrc) {
+		return true
+	}
+	if strings.HasSuffix(f.File, "_test.go") {
+		return false
+	}
+	for _, p := range ownPackages {
+		if strings.HasPrefix(f.Function, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // errJoinOrder is the panic of a Future joined out of order, twice, or on a foreign Task.

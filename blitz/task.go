@@ -2,7 +2,6 @@ package blitz
 
 import (
 	"runtime"
-	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/blitzgo/blitz/shared/lockfree"
@@ -261,7 +260,7 @@ func (t *Task) protect(j *job) (pe *PanicError) {
 // goexitError is the *PanicError of a job cut short by runtime.Goexit. Called from a
 // deferred function during the Goexit, its stack shows where Goexit was called.
 func goexitError() *PanicError {
-	return &PanicError{Value: ErrGoexit, Stack: debug.Stack()}
+	return wrapPanic(ErrGoexit)
 }
 
 // protectCall runs f(t) like protect runs a job. On runtime.Goexit it unwinds the frames
