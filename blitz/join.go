@@ -120,6 +120,12 @@ func runAll(t *Task, fns []func(*Task)) *PanicError {
 // TryJoin runs every fn like JoinN and waits for all of them (an error does not stop
 // the others). It returns the first non-nil error in argument order, or nil. Panics are
 // re-raised as in JoinN, after all finished. Nil arguments panic as in JoinN.
+//
+// The same name means something else elsewhere: blitzio.TryJoin returns at the first
+// error in time and drops the futures still running (as Tokio's try_join! does), and
+// errgroup's Wait waits for all like TryJoin but returns the first error in time. Here
+// the error returned does not depend on timing. To stop the other functions at the first
+// error, use TryJoinContext.
 func TryJoin(t *Task, fns ...func(t *Task) error) error {
 	if t == nil {
 		nilTask("TryJoin")

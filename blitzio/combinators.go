@@ -492,6 +492,12 @@ func (j *tryJoin[T]) Drop() { j.n.dropRest() }
 
 // TryJoin waits for every future to succeed and returns their values in argument order.
 // The first error wins: the remaining futures are dropped and the error is returned.
+//
+// First means first in time, as in Tokio's try_join!: TryJoin does not wait for the
+// other futures, and when several fail, which error is returned can depend on timing.
+// blitz.TryJoin, despite the name, waits for all of its functions and returns the first
+// error in argument order; errgroup's Wait waits for all and returns the first error in
+// time. To wait for every future and see every error, use All.
 func TryJoin[T any](fs ...Future[Result[T]]) Future[Result[[]T]] {
 	return &tryJoin[T]{n: newNary(fs), out: make([]T, len(fs))}
 }
