@@ -56,7 +56,7 @@ func (t *blockingTask[T]) poll(*Context) bool {
 			return
 		}
 		if r := recover(); r != nil {
-			t.err = &PanicError{Value: r, Stack: stack()}
+			t.err = newPanicError(r, false)
 			return
 		}
 		// runtime.Goexit in f: the pool goroutine ends after the deferred calls, so

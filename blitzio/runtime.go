@@ -446,7 +446,7 @@ func (p *parker) waiterGone() bool { return p.gone.Load() }
 func pollCatch[T any](f Future[T], cx *Context) (v T, ok bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &PanicError{Value: r, Stack: stack()}
+			err = newPanicError(r, false)
 		}
 	}()
 	v, ok = f.Poll(cx)

@@ -2,8 +2,6 @@ package blitzio
 
 import (
 	"errors"
-	"fmt"
-	"runtime/debug"
 	"sync"
 	"unsafe"
 )
@@ -19,38 +17,6 @@ var ErrCancelled = errors.New("blitzio: task cancelled")
 // with this error (test for it with errors.Is), and replaces the worker or blocking-pool
 // goroutine that exited, so the other tasks keep running and Close still returns.
 var ErrGoexit = errors.New("blitzio: task's goroutine exited (runtime.Goexit)")
-
-// PanicError is the error of a task whose Poll panicked: it carries the panic value and
-// the stack of the goroutine at the panic. The worker that polled the task survives.
-//
-// A panic in the Drop of a task's future (when the task is cancelled, or dropped after a
-// panic in Poll) is reported too, never swallowed, as Tokio reports it on the JoinHandle:
-// the handle's error is then errors.Join of ErrCancelled (or the Poll's *PanicError) and
-// a *PanicError with InDrop set. errors.Is(err, ErrCancelled) and errors.As still work.
-type PanicError struct {
-	Value any
-	Stack []byte
-	// InDrop is true when the panic came from the future's Drop, not from its Poll.
-	InDrop bool
-}
-
-// Error returns the panic value and the stack.
-func (e *PanicError) Error() string {
-	where := "task panicked"
-	if e.InDrop {
-		where = "task's Drop panicked"
-	}
-	return fmt.Sprintf("blitzio: %s: %v\n%s", where, e.Value, e.Stack)
-}
-
-// Unwrap returns the panic value when it is an error, so errors.Is and errors.As see
-// through a panic(err).
-func (e *PanicError) Unwrap() error {
-	if err, ok := e.Value.(error); ok {
-		return err
-	}
-	return nil
-}
 
 // header is the type-independent part of a task: what queues, wakers and the owned-task
 // list handle. It is embedded in core[T], which is embedded in task[F, T], so one
@@ -109,7 +75,7 @@ func (t *task[F, T]) poll(cx *Context) (done bool) {
 			return
 		}
 		if r := recover(); r != nil {
-			t.err = &PanicError{Value: r, Stack: debug.Stack()}
+			t.err = newPanicError(r, false)
 			t.dropAfterFailure(cx)
 			done = true
 			return
@@ -158,7 +124,7 @@ func (t *task[F, T]) dropAfterFailure(cx *Context) {
 			return
 		}
 		if r := recover(); r != nil {
-			t.err = errors.Join(t.err, &PanicError{Value: r, Stack: debug.Stack(), InDrop: true})
+			t.err = errors.Join(t.err, newPanicError(r, true))
 			return
 		}
 		t.err = errors.Join(t.err, ErrGoexit)
@@ -291,5 +257,3 @@ func (o *ownedTasks) len() int {
 	}
 	return n
 }
-
-func stack() []byte { return debug.Stack() }

@@ -3,7 +3,6 @@ package blitzio
 import (
 	"log"
 	"math"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,7 +131,7 @@ func wakeUntilPanic(ws []Waker, first **PanicError) (rest []Waker) {
 	defer func() {
 		if r := recover(); r != nil {
 			if *first == nil {
-				*first = &PanicError{Value: r, Stack: debug.Stack()}
+				*first = newPanicError(r, false)
 			}
 			rest = ws[i+1:]
 		}
