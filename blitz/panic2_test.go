@@ -243,6 +243,38 @@ func TestPanicErrorSiteOfMisuseIsTheCall(t *testing.T) {
 	}
 }
 
+// A panic raised inside the standard library (strings.Repeat with a negative count) is
+// reported at the user's call, and panic(nil) at the panic call.
+func TestPanicErrorSiteOfStdlibPanic(t *testing.T) {
+	p := newPool(t, Config{Workers: 2})
+	n := -1
+	var line int
+	r := recoverRun(t, "strings.Repeat", func() {
+		p.Call(func(t *Task) {
+			JoinN(t, func(*Task) {
+				line = lineBelow()
+				_ = strings.Repeat("x", n)
+			})
+		})
+	})
+	checkOneLine(t, "strings.Repeat", r, "strings: negative Repeat count", line)
+
+	r = recoverRun(t, "panic(nil)", func() {
+		p.Call(func(t *Task) {
+			JoinN(t, func(*Task) {
+				line = lineBelow()
+				panic(nil)
+			})
+		})
+	})
+	pe, _ := r.(*PanicError)
+	var pn *runtime.PanicNilError
+	if pe == nil || !errors.As(pe, &pn) {
+		t.Fatalf("panic(nil): recovered %v, want a PanicError wrapping *runtime.PanicNilError", r)
+	}
+	checkOneLine(t, "panic(nil)", r, pn.Error(), line)
+}
+
 type panic2Err struct{ code int }
 
 func (e panic2Err) Error() string { return "panic2Err " + strconv.Itoa(e.code) }
@@ -276,6 +308,12 @@ func TestPanicErrorFormatAndUnwrap(t *testing.T) {
 	}
 	if got, want := fmt.Sprintf("%q", pe), strconv.Quote(msg); got != want {
 		t.Errorf("%%q = %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprintf("%x", pe), fmt.Sprintf("%x", msg); got != want {
+		t.Errorf("%%x = %s, want %s", got, want)
+	}
+	if got := fmt.Sprintf("%d", pe); got != "%!d(*blitz.PanicError="+msg+")" {
+		t.Errorf("%%d = %s", got)
 	}
 	full := fmt.Sprintf("%+v", pe)
 	if !strings.HasPrefix(full, msg+"\n") || !strings.HasSuffix(full, string(pe.Stack)) {

@@ -45,6 +45,10 @@ func expectPanic(t *testing.T, what string, want any, f func()) {
 		if len(pe.Stack) == 0 || !strings.Contains(pe.Error(), fmt.Sprint(want)) {
 			t.Fatalf("%s: PanicError without stack or value in message: %q", what, pe.Error())
 		}
+		// Every panic of these tests is raised in this file: the one-line message names it.
+		if msg := pe.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, " [at panic_test.go:") {
+			t.Fatalf("%s: Error() is not one line naming the panic site in panic_test.go: %q", what, msg)
+		}
 	}()
 	f()
 }

@@ -61,8 +61,9 @@ func (e *PanicError) Error() string {
 	return msg
 }
 
-// Format implements fmt.Formatter: %v and %s print Error() (one line), %q prints it
-// quoted, and %+v prints Error(), a newline and Stack.
+// Format implements fmt.Formatter: %v and %s print Error() (one line), %q, %x and %X
+// print it quoted or in hex as for any error, and %+v prints Error(), a newline and
+// Stack.
 func (e *PanicError) Format(s fmt.State, verb rune) {
 	switch {
 	case verb == 'v' && s.Flag('+'):
@@ -74,7 +75,8 @@ func (e *PanicError) Format(s fmt.State, verb rune) {
 	case verb == 'v' && s.Flag('#'):
 		fmt.Fprintf(s, "&blitzio.PanicError{Value:%#v, Stack:[]byte{ /* %d bytes */ }, InDrop:%t}",
 			e.Value, len(e.Stack), e.InDrop)
-	case verb == 'v' || verb == 's' || verb == 'q':
+	case strings.ContainsRune("vsqxX", verb):
+		// As fmt prints any error for these verbs: the message, with s's flags.
 		fmt.Fprintf(s, fmt.FormatString(s, verb), e.Error())
 	default:
 		fmt.Fprintf(s, "%%!%c(*blitzio.PanicError=%s)", verb, e.Error())

@@ -138,6 +138,19 @@ func TestPanicErrorRuntimeErrorSite(t *testing.T) {
 	}
 }
 
+// A panic raised inside the standard library (strings.Repeat with a negative count) is
+// reported at the user's call.
+func TestPanicErrorSiteOfStdlibPanic(t *testing.T) {
+	rt := newRT(t, Config{Workers: 1})
+	n := -1
+	var line int
+	_, err := waitHandle(t, Spawn(rt, PollFn(func(*Context) (string, bool) {
+		line = lineBelow()
+		return strings.Repeat("x", n), true
+	})))
+	checkOneLine(t, "strings.Repeat", err, false, "strings: negative Repeat count", line)
+}
+
 // A panic that blitzio raises itself (BlockOn called from a task's Poll) is reported at
 // the user's call into blitzio.
 func TestPanicErrorSiteOfMisuseIsTheCall(t *testing.T) {
@@ -180,6 +193,9 @@ func TestPanicErrorFormatAndUnwrap(t *testing.T) {
 	}
 	if got, want := fmt.Sprintf("%q", pe), strconv.Quote(msg); got != want {
 		t.Errorf("%%q = %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprintf("%x", pe), fmt.Sprintf("%x", msg); got != want {
+		t.Errorf("%%x = %s, want %s", got, want)
 	}
 	full := fmt.Sprintf("%+v", pe)
 	if !strings.HasPrefix(full, msg+"\n") || !strings.HasSuffix(full, string(pe.Stack)) {
