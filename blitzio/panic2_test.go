@@ -351,3 +351,39 @@ func TestPanicErrorWakerSite(t *testing.T) {
 	err, _ := got.(error)
 	checkOneLine(t, "waker", err, false, "waker-boom", line)
 }
+
+// Many waiters on one handle get the same *PanicError and format it at the same time
+// (the site is computed from read-only program counters: no race, the same text).
+func TestPanicErrorSharedByWaiters(t *testing.T) {
+	rt := newRT(t, Config{Workers: 2})
+	var line atomic.Int64
+	release := make(chan struct{})
+	h := Spawn(rt, AndThen(SpawnBlocking(rt, func() int { <-release; return 0 }), func(Result[int]) Future[int] {
+		line.Store(int64(lineBelow()))
+		panic("shared")
+	}))
+	const waiters = 16
+	type seen struct{ msg, full string }
+	seens := make(chan seen, waiters)
+	for i := 0; i < waiters; i++ {
+		go func() {
+			_, err := h.Wait()
+			seens <- seen{err.Error(), fmt.Sprintf("%+v", err)}
+		}()
+	}
+	time.Sleep(time.Millisecond)
+	close(release)
+	timeout := time.After(20 * time.Second)
+	for i := 0; i < waiters; i++ {
+		select {
+		case s := <-seens:
+			// The panic (and the store of its line) happened before Wait returned.
+			want := fmt.Sprintf("blitzio: task panicked: shared [at panic2_test.go:%d]", line.Load())
+			if s.msg != want || !strings.HasPrefix(s.full, want+"\n") {
+				t.Fatalf("waiter saw %q (%%+v %q...), want %q", s.msg, s.full[:min(len(s.full), 100)], want)
+			}
+		case <-timeout:
+			t.Fatal("waiters did not all return within 20s")
+		}
+	}
+}
