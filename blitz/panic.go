@@ -42,14 +42,15 @@ type PanicError struct {
 }
 
 // Error returns one line: "blitz: panic in forked job: ", the value, and, when it is
-// known, " [at file.go:line]" naming the frame that panicked. That frame is the first one
-// below the panic that is neither in the Go runtime or standard library nor in this
-// module's own (non-test) code: for panic("x") it is the line of that call, for a
-// runtime error such as an index out of range it is the line of the faulty expression,
-// for a panic that blitz raises (a misused Future, say) it is the user's call into blitz,
-// and for ErrGoexit it is the line that called runtime.Goexit (t.Fatal in a test). The
-// line is known for the PanicErrors that blitz creates, not for one built as a literal.
-// The stack is not part of the message: read it from Stack or format with %+v.
+// known, " [at file.go:line]" naming the frame that panicked. That frame is the first
+// one below the panic that is neither in the Go runtime or standard library nor in the
+// code of blitz, blitzio or lockfree (their tests excepted): for panic("x") it is the
+// line of that call, for a runtime error such as an index out of range it is the line of
+// the faulty expression, for a panic that blitz raises (a misused Future, say) it is the
+// user's call into blitz, and for ErrGoexit it is the line that called runtime.Goexit
+// (t.Fatal in a test). The line is known for the PanicErrors that blitz creates, not for
+// one built as a literal. The stack is not part of the message: read it from Stack or
+// format with %+v.
 func (e *PanicError) Error() string {
 	msg := fmt.Sprintf("blitz: panic in forked job: %v", e.Value)
 	if at := panicSite(e.pcs); at != "" {

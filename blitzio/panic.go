@@ -9,8 +9,9 @@ import (
 	"strings"
 )
 
-// PanicError is the error of a task whose Poll panicked: it carries the panic value and
-// the stack of the goroutine at the panic. The worker that polled the task survives.
+// PanicError is the error of a task whose Poll panicked (or whose SpawnBlocking function
+// did, or of BlockOn when its future's Poll did): it carries the panic value and the
+// stack of the goroutine at the panic. The worker that polled the task survives.
 //
 // A panic in the Drop of a task's future (when the task is cancelled, or dropped after a
 // panic in Poll) is reported too, never swallowed, as Tokio reports it on the JoinHandle:
@@ -41,14 +42,14 @@ type PanicError struct {
 }
 
 // Error returns one line: "blitzio: task panicked: " (or "blitzio: task's Drop panicked: "
-// if InDrop), the value, and, when it is known, " [at file.go:line]" naming the frame that
-// panicked. That frame is the first one below the panic that is neither in the Go runtime
-// or standard library nor in this module's own (non-test) code: for panic("x") it is the
-// line of that call, for a runtime error such as a nil dereference it is the line of the
-// faulty expression, for a panic that blitzio raises (BlockOn called inside a task, say)
-// it is the user's call into blitzio. The line is known for the PanicErrors that blitzio
-// creates, not for one built as a literal. The stack is not part of the message: read it
-// from Stack or format with %+v.
+// if InDrop), the value, and, when it is known, " [at file.go:line]" naming the frame
+// that panicked. That frame is the first one below the panic that is neither in the Go
+// runtime or standard library nor in the code of blitzio, blitz or lockfree (their tests
+// excepted): for panic("x") it is the line of that call, for a runtime error such as a
+// nil dereference it is the line of the faulty expression, for a panic that blitzio
+// raises (BlockOn called inside a task, say) it is the user's call into blitzio. The
+// line is known for the PanicErrors that blitzio creates, not for one built as a
+// literal. The stack is not part of the message: read it from Stack or format with %+v.
 func (e *PanicError) Error() string {
 	where := "task panicked"
 	if e.InDrop {
