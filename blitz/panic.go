@@ -48,9 +48,11 @@ type PanicError struct {
 // line of that call, for a runtime error such as an index out of range it is the line of
 // the faulty expression, for a panic that blitz raises (a misused Future, say) it is the
 // user's call into blitz, and for ErrGoexit it is the line that called runtime.Goexit
-// (t.Fatal in a test). The line is known for the PanicErrors that blitz creates, not for
-// one built as a literal. The stack is not part of the message: read it from Stack or
-// format with %+v.
+// (t.Fatal in a test). The line is known for the PanicErrors that blitz creates while
+// user code is on the panicking stack (not, say, for a stolen job found returning with
+// its forks unjoined, which blitz checks after the job's code is gone), and not for one
+// built as a literal. The stack is not part of the message: read it from Stack or format
+// with %+v.
 func (e *PanicError) Error() string {
 	msg := fmt.Sprintf("blitz: panic in forked job: %v", e.Value)
 	if at := panicSite(e.pcs); at != "" {
@@ -144,10 +146,11 @@ var goSrc = func() string {
 // if there is none. It starts below the innermost runtime.gopanic or runtime.Goexit (the
 // frames above them are the deferred function that recovered, and the runtime's) and
 // skips the frames of the Go runtime and standard library and of blitz's non-test code.
-// If it skips every frame, it names the first one below the panic.
+// If it skips every frame (a panic that blitz raised on one of its own goroutines, with
+// no user frame below it), there is no site: naming blitz's own line would send the
+// reader to the wrong code.
 func panicSite(pcs []uintptr) string {
 	frames := runtime.CallersFrames(pcs)
-	var first runtime.Frame
 	below := false
 	for more := len(pcs) > 0; more; {
 		var f runtime.Frame
@@ -157,14 +160,9 @@ func panicSite(pcs []uintptr) string {
 			below = f.Function == "runtime.gopanic" || f.Function == "runtime.Goexit"
 		case !skipFrame(f):
 			return fileLine(f)
-		case first.File == "":
-			first = f
 		}
 	}
-	if first.File == "" {
-		return ""
-	}
-	return fileLine(first)
+	return ""
 }
 
 // fileLine formats f's position as base name and line, as log.Lshortfile does.

@@ -275,6 +275,48 @@ func TestPanicErrorSiteOfStdlibPanic(t *testing.T) {
 	checkOneLine(t, "panic(nil)", r, pn.Error(), line)
 }
 
+// A panic that blitz raises with no user frame below it (a stolen job found returning
+// with a fork unjoined, checked by the worker after the job's code returned) has no site
+// rather than one inside blitz; run on the caller's goroutine, the same misuse is
+// reported at the user's call.
+func TestPanicErrorNoSiteInsideBlitz(t *testing.T) {
+	p := newPool(t, Config{Workers: 2, SplitDepth: 8})
+	stolen := 0
+	defer func() { t.Logf("%d of 5 jobs were stolen", stolen) }()
+	for i := 0; i < 5; i++ {
+		var stole atomic.Bool
+		var line int
+		r := recoverRun(t, "unjoined fork in a stolen job", func() {
+			line = lineBelow()
+			p.Call(func(t *Task) {
+				var j Job[int, int]
+				fu := j.Fork(t, func(t *Task, _ int) int {
+					if t.WorkerIndex() >= 0 {
+						stole.Store(true)
+					}
+					fibJob.Fork(t, fib, 5) // never joined
+					return 0
+				}, 0)
+				stealOrTimeout(&stole)
+				fu.Join(t)
+			})
+		})
+		pe, ok := r.(*PanicError)
+		if !ok || pe.Value != errUnjoined {
+			t.Fatalf("recovered %T %v, want a PanicError of errUnjoined", r, r)
+		}
+		want := "blitz: panic in forked job: " + errUnjoined.Error()
+		if stole.Load() {
+			stolen++
+		} else {
+			want += fmt.Sprintf(" [at panic2_test.go:%d]", line)
+		}
+		if got := pe.Error(); got != want {
+			t.Fatalf("stolen %v: Error() =\n\t%q\nwant\n\t%q", stole.Load(), got, want)
+		}
+	}
+}
+
 type panic2Err struct{ code int }
 
 func (e panic2Err) Error() string { return "panic2Err " + strconv.Itoa(e.code) }

@@ -48,8 +48,8 @@ type PanicError struct {
 // excepted): for panic("x") it is the line of that call, for a runtime error such as a
 // nil dereference it is the line of the faulty expression, for a panic that blitzio
 // raises (BlockOn called inside a task, say) it is the user's call into blitzio. The
-// line is known for the PanicErrors that blitzio creates, not for one built as a
-// literal. The stack is not part of the message: read it from Stack or format with %+v.
+// line is known for the PanicErrors that blitzio creates while user code is on the
+// panicking stack, not for one built as a literal. The stack is not part of the message: read it from Stack or format with %+v.
 func (e *PanicError) Error() string {
 	where := "task panicked"
 	if e.InDrop {
@@ -154,11 +154,12 @@ var goSrc = func() string {
 // panicSite returns "file.go:line" of the frame that panicked in pcs (see Error), or ""
 // if there is none. It starts below the innermost runtime.gopanic or runtime.Goexit (the
 // frames above them are the deferred function that recovered, and the runtime's) and
-// skips the frames of the Go runtime and standard library and of blitzio's non-test
-// code. If it skips every frame, it names the first one below the panic.
+// skips the frames of the Go runtime and standard library and of blitzio's non-test code.
+// If it skips every frame (a panic that blitzio raised on one of its own goroutines, with
+// no user frame below it), there is no site: naming blitzio's own line would send the
+// reader to the wrong code.
 func panicSite(pcs []uintptr) string {
 	frames := runtime.CallersFrames(pcs)
-	var first runtime.Frame
 	below := false
 	for more := len(pcs) > 0; more; {
 		var f runtime.Frame
@@ -168,14 +169,9 @@ func panicSite(pcs []uintptr) string {
 			below = f.Function == "runtime.gopanic" || f.Function == "runtime.Goexit"
 		case !skipFrame(f):
 			return fileLine(f)
-		case first.File == "":
-			first = f
 		}
 	}
-	if first.File == "" {
-		return ""
-	}
-	return fileLine(first)
+	return ""
 }
 
 // fileLine formats f's position as base name and line, as log.Lshortfile does.
