@@ -134,22 +134,6 @@ func TestDefectsSortLyingComparator(t *testing.T) {
 	}
 }
 
-// runWithWatchdog runs f and fails the test with a clear message if it has not returned
-// within a generous time (the sort must terminate whatever the comparator says).
-func runWithWatchdog(t *testing.T, name string, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-watchdogAfter():
-		t.Fatalf("%s: did not return within %v (hang)", name, watchdogTimeout)
-	}
-}
-
 // TestDefectsSortNaNLess checks that sorting floats with NaNs through a comparator built
 // on < (NaN compares equal to everything: not a strict weak order) keeps the multiset.
 func TestDefectsSortNaNLess(t *testing.T) {
@@ -350,11 +334,7 @@ func TestDefectsSortCloseConcurrent(t *testing.T) {
 			Sort(make([]int64, 10)) // a little delay, varying by round
 		}
 		p.Close()
-		select {
-		case <-done:
-		case <-watchdogAfter():
-			t.Fatalf("round %d: Sort did not return after Close", round)
-		}
+		runWithWatchdog(t, fmt.Sprintf("round %d: Sort after Close", round), func() { <-done })
 		if !sameMultiset(got, in, identityKey[int64]) {
 			t.Fatalf("round %d: the slice is not a permutation of the input after a Close during Sort", round)
 		}
@@ -368,48 +348,51 @@ func FuzzSortLyingComparator(f *testing.F) {
 	f.Add([]byte{}, []byte{1})
 	f.Add([]byte("a lying comparator must not lose elements"), []byte{0, 1, 2})
 	f.Add(binary.LittleEndian.AppendUint64(nil, 0x0123456789abcdef), []byte{2, 2, 2, 0})
-	f.Fuzz(func(t *testing.T, data []byte, answers []byte) {
-		if len(answers) == 0 {
-			answers = []byte{1}
+	f.Fuzz(fuzzLyingBody)
+}
+
+// fuzzLyingBody is the body of FuzzSortLyingComparator.
+func fuzzLyingBody(t *testing.T, data []byte, answers []byte) {
+	if len(answers) == 0 {
+		answers = []byte{1}
+	}
+	opts := fuzzOpts(t)
+	// Distinct elements: value i*256+byte, so a lost or duplicated element shows.
+	in := make([]int, len(data))
+	for i, b := range data {
+		in[i] = i<<8 | int(b)
+	}
+	var k atomic.Uint64
+	lie := func(a, b int) int {
+		i := k.Add(1)
+		switch answers[i%uint64(len(answers))] % 4 {
+		case 0:
+			return -1
+		case 1:
+			return cmp.Compare(a&0xff, b&0xff)
+		case 2:
+			return cmp.Compare(b&0xff, a&0xff)
+		default:
+			return 0
 		}
-		opts := fuzzOpts(t)
-		// Distinct elements: value i*256+byte, so a lost or duplicated element shows.
-		in := make([]int, len(data))
-		for i, b := range data {
-			in[i] = i<<8 | int(b)
+	}
+	for name, sortFn := range map[string]func(s []int){
+		"SortFunc":       func(s []int) { SortFunc(s, lie, opts...) },
+		"SortStableFunc": func(s []int) { SortStableFunc(s, lie, opts...) },
+		"SortByKey":      func(s []int) { SortByKey(s, func(x int) int { return lie(x, 0) }, opts...) },
+		"SortByCachedKey": func(s []int) {
+			SortByCachedKey(s, func(x int) float64 {
+				if lie(x, 0) < 0 {
+					return math.NaN()
+				}
+				return float64(x & 0xff)
+			}, opts...)
+		},
+	} {
+		got := slices.Clone(in)
+		sortFn(got)
+		if !sameMultiset(got, in, identityKey[int]) {
+			t.Fatalf("%s: the result is not a permutation of the input", name)
 		}
-		var k atomic.Uint64
-		lie := func(a, b int) int {
-			i := k.Add(1)
-			switch answers[i%uint64(len(answers))] % 4 {
-			case 0:
-				return -1
-			case 1:
-				return cmp.Compare(a&0xff, b&0xff)
-			case 2:
-				return cmp.Compare(b&0xff, a&0xff)
-			default:
-				return 0
-			}
-		}
-		for name, sortFn := range map[string]func(s []int){
-			"SortFunc":       func(s []int) { SortFunc(s, lie, opts...) },
-			"SortStableFunc": func(s []int) { SortStableFunc(s, lie, opts...) },
-			"SortByKey":      func(s []int) { SortByKey(s, func(x int) int { return lie(x, 0) }, opts...) },
-			"SortByCachedKey": func(s []int) {
-				SortByCachedKey(s, func(x int) float64 {
-					if lie(x, 0) < 0 {
-						return math.NaN()
-					}
-					return float64(x & 0xff)
-				}, opts...)
-			},
-		} {
-			got := slices.Clone(in)
-			sortFn(got)
-			if !sameMultiset(got, in, identityKey[int]) {
-				t.Fatalf("%s: the result is not a permutation of the input", name)
-			}
-		}
-	})
+	}
 }
