@@ -2,6 +2,7 @@ package blitz
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -16,9 +17,10 @@ const watchdogTimeout = 90 * time.Second
 func watchdogAfter() <-chan time.Time { return time.After(watchdogTimeout) }
 
 // runWithWatchdog runs f on a new goroutine and waits for it. If f has not returned
-// within watchdogTimeout, the test binary panics with name, "hang" and the stacks of all
-// goroutines: a hung pool would otherwise also hang the test's cleanups (Close) until the
-// global test timeout, with a less clear message.
+// within watchdogTimeout, it prints name, "hang" and the stacks of all goroutines and ends
+// the test binary with exit status 2. It does not panic or call t.Fatal: the test's
+// cleanups would then run first, and closing a hung pool hangs too, until the global test
+// timeout, with no word of which call hung.
 func runWithWatchdog(t *testing.T, name string, f func()) {
 	t.Helper()
 	done := make(chan struct{})
@@ -31,6 +33,7 @@ func runWithWatchdog(t *testing.T, name string, f func()) {
 	case <-watchdogAfter():
 		buf := make([]byte, 1<<20)
 		buf = buf[:runtime.Stack(buf, true)]
-		panic(fmt.Sprintf("%s: %s: did not return within %v (hang)\n\n%s", t.Name(), name, watchdogTimeout, buf))
+		fmt.Fprintf(os.Stderr, "--- FAIL: %s: %s: did not return within %v (hang)\n\n%s\n", t.Name(), name, watchdogTimeout, buf)
+		os.Exit(2)
 	}
 }

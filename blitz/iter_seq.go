@@ -129,19 +129,27 @@ func (br *seqBridge[B]) runQueued() bool {
 // send queues b and starts a job for it. When the queue is full the caller runs queued
 // batches itself until there is room. It reports false if the bridge has stopped.
 func (br *seqBridge[B]) send(b B) bool {
-	for {
-		if br.stopped() {
-			return false
+	// Counted before it is queued (a job may take and finish it at once), and uncounted
+	// if it never is: the bridge stopped, or a batch run here to make room ended this
+	// goroutine (runtime.Goexit in f), which the caller's deferred drain then waits out.
+	br.unfinished.Add(1)
+	queued := false
+	defer func() {
+		if !queued {
+			br.unfinished.Add(-1)
 		}
+	}()
+	for !br.stopped() {
 		select {
 		case br.queue <- b:
-			br.unfinished.Add(1)
+			queued = true
 			br.spawn()
 			return true
 		default:
 			br.runQueued()
 		}
 	}
+	return false
 }
 
 // spawn starts one job that runs one queued batch, if any is left when it starts. A pool
