@@ -1,98 +1,201 @@
 package blitz
 
 import (
+	"errors"
 	"iter"
 	"sync"
+	"sync/atomic"
 )
 
 // iter.Seq interop, in the manner of Rayon's par_bridge: a sequence is pulled sequentially
 // (it is not safe to call concurrently), batched, and the batches are processed by the
 // workers.
+//
+// No job of the bridge ever blocks. A job that waits on a channel (a consumer loop taking
+// batches until the sequence ends) is a trap in a work-stealing pool: a worker that waits in
+// a join, say inside f because f runs a parallel loop on the same pool, steals such a job
+// and runs it on top of its own stack, so the f below it cannot return until the whole
+// sequence ends; MapSeq, which yields in order and bounds its read-ahead, then waits
+// forever for that f's batch. So every batch gets its own short job (Pool.Go) that takes
+// at most one batch from a queue without waiting, runs f on it and returns. Only the
+// caller's goroutine, which pulls the sequence, ever waits, and before it waits it runs
+// the queued batches itself: it never waits for a batch that nobody has started, so it
+// also finishes when it is itself a pool worker, or the only one.
 
 const (
 	seqBatch       = 256 // default elements per batch (WithGrain overrides)
 	seqInflightPer = 4   // batches in flight per worker: enough to keep workers busy
+	// seqBatchCap is the most a batch preallocates: a huge WithGrain (up to math.MaxInt)
+	// must not allocate its whole size up front; bigger batches grow by append.
+	seqBatchCap = 4096
 )
 
-// seqBridge runs consumers on every worker of the pool, in the background. Each consumer
-// takes batches from jobs until the channel is closed or quit is closed. A consumer that
-// panics closes quit (the fuse) so that the producer stops pulling and the other consumers
-// stop taking batches; the panic itself is recorded and re-raised by wait in the caller.
+// errSeqGoexit is the panic of ForEachSeq and MapSeq when f called runtime.Goexit on a
+// pool worker: the batch it was running never finished.
+var errSeqGoexit = errors.New("blitz: ForEachSeq/MapSeq: f called runtime.Goexit on a pool worker; its batch was abandoned")
+
+// seqBridge hands batches of type B from the caller's goroutine to the pool.
+//
+// unfinished counts the batches queued or running; queue holds those nobody has taken
+// yet. A batch is finished when its run returns, whether it ran f, skipped it after a
+// failure, or was drained by the caller. The first failure (a panic in f, Goexit, a pool
+// that refuses jobs) is kept in failure and closes quit: the runners stop calling f, the
+// caller stops pulling, drains the queue, waits for the running batches and re-raises it.
 type seqBridge[B any] struct {
-	jobs     chan B
+	pool       *Pool
+	work       func(b B)
+	queue      chan B
+	unfinished atomic.Int64
+	// progress has room for one token: a finishing batch leaves one (without blocking) so
+	// that a caller blocked in wait rechecks unfinished.
+	progress chan struct{}
 	quit     chan struct{}
 	quitOnce sync.Once
-	done     chan struct{}
-	panicked any
+	failure  any // written once, before quit is closed
 }
 
-func newSeqBridge[B any](p *Pool, inflight int, consume func(b B)) *seqBridge[B] {
-	br := &seqBridge[B]{
-		jobs: make(chan B, inflight),
-		quit: make(chan struct{}),
-		done: make(chan struct{}),
-	}
-	w := p.NumWorkers()
-	go func() {
-		defer close(br.done)
-		defer func() {
-			if r := recover(); r != nil {
-				br.panicked = r
-				br.stop()
-			}
-		}()
-		p.Call(func(t *Task) { seqConsumers(t, w, br, consume) })
-	}()
-	return br
-}
-
-func (br *seqBridge[B]) stop() { br.quitOnce.Do(func() { close(br.quit) }) }
-
-// seqConsumers forks n consumer loops.
-func seqConsumers[B any](t *Task, n int, br *seqBridge[B], consume func(b B)) {
-	if n > 1 {
-		Join(t,
-			func(t *Task) { seqConsumers(t, n/2, br, consume) },
-			func(t *Task) { seqConsumers(t, n-n/2, br, consume) })
-		return
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			br.stop() // fuse: a panicking consumer stops the producer and its siblings
-		}
-	}()
-	for {
-		select {
-		case <-br.quit:
-			ok = true
-			return
-		case b, more := <-br.jobs:
-			if !more {
-				ok = true
-				return
-			}
-			consume(b)
-		}
+func newSeqBridge[B any](p *Pool, inflight int, work func(b B)) *seqBridge[B] {
+	return &seqBridge[B]{
+		pool:     p,
+		work:     work,
+		queue:    make(chan B, inflight),
+		progress: make(chan struct{}, 1),
+		quit:     make(chan struct{}),
 	}
 }
 
-// send hands b to the consumers; it reports false if they have stopped.
-func (br *seqBridge[B]) send(b B) bool {
+// fail records the first failure and closes quit.
+func (br *seqBridge[B]) fail(r any) {
+	br.quitOnce.Do(func() {
+		br.failure = r
+		close(br.quit)
+	})
+}
+
+// stop closes quit without a failure (the loop over MapSeq's result ended early).
+func (br *seqBridge[B]) stop() { br.fail(nil) }
+
+func (br *seqBridge[B]) stopped() bool {
 	select {
-	case br.jobs <- b:
-		return true
 	case <-br.quit:
+		return true
+	default:
 		return false
 	}
 }
 
-// wait closes the job channel, waits for the consumers and re-raises their panic.
-func (br *seqBridge[B]) wait() {
-	close(br.jobs)
-	<-br.done
-	if br.panicked != nil {
-		panic(br.panicked)
+// run runs work on one batch (unless the bridge has stopped) and marks it finished. A panic
+// or Goexit in work is recorded as the bridge's failure; a panic is recovered here, so it
+// never reaches the pool (a Go job's panic would crash the program) or, when the caller
+// runs the batch itself, unwinds the caller before the other batches are waited for.
+func (br *seqBridge[B]) run(b B) {
+	normal := false
+	defer func() {
+		if !normal {
+			if r := recover(); r != nil {
+				br.fail(wrapPanic(r))
+			} else {
+				br.fail(errSeqGoexit) // runtime.Goexit: nothing to recover
+			}
+		}
+		br.finish()
+	}()
+	if !br.stopped() {
+		br.work(b)
+	}
+	normal = true
+}
+
+func (br *seqBridge[B]) finish() {
+	br.unfinished.Add(-1)
+	select {
+	case br.progress <- struct{}{}:
+	default: // a token is already there: the waiter will recheck anyway
+	}
+}
+
+// runQueued takes one queued batch, if there is one, and runs it on the calling goroutine.
+// It never waits. It is the whole of every pool job of the bridge.
+func (br *seqBridge[B]) runQueued() bool {
+	select {
+	case b := <-br.queue:
+		br.run(b)
+		return true
+	default:
+		return false
+	}
+}
+
+// send queues b and starts a job for it. When the queue is full the caller runs queued
+// batches itself until there is room. It reports false if the bridge has stopped.
+func (br *seqBridge[B]) send(b B) bool {
+	// Counted before it is queued (a job may take and finish it at once), and uncounted
+	// if it never is: the bridge stopped, or a batch run here to make room ended this
+	// goroutine (runtime.Goexit in f), which the caller's deferred drain then waits out.
+	br.unfinished.Add(1)
+	queued := false
+	defer func() {
+		if !queued {
+			br.unfinished.Add(-1)
+		}
+	}()
+	for !br.stopped() {
+		select {
+		case br.queue <- b:
+			queued = true
+			br.spawn()
+			return true
+		default:
+			br.runQueued()
+		}
+	}
+	return false
+}
+
+// spawn starts one job that runs one queued batch, if any is left when it starts. A pool
+// that refuses the job (closed) is a failure of the bridge, like a panic.
+func (br *seqBridge[B]) spawn() {
+	defer func() {
+		if r := recover(); r != nil {
+			br.fail(r)
+		}
+	}()
+	br.pool.Go(func(*Task) { br.runQueued() })
+}
+
+// helpOrWait runs one queued batch on the caller's goroutine or, if none is queued, waits
+// until some batch finishes or the bridge stops. The batches it waits for are running on
+// other goroutines, so they finish without the caller's help.
+func (br *seqBridge[B]) helpOrWait() {
+	if br.runQueued() {
+		return
+	}
+	select {
+	case <-br.progress:
+	case <-br.quit:
+	}
+}
+
+// drain waits until every batch has finished: queued batches are run (or skipped, after a
+// stop) on the caller's goroutine, running ones are waited for.
+func (br *seqBridge[B]) drain() {
+	for br.unfinished.Load() > 0 {
+		if br.runQueued() {
+			continue
+		}
+		<-br.progress
+	}
+}
+
+// close stops the bridge (unless it finished normally), waits for every batch and
+// re-raises the first failure.
+func (br *seqBridge[B]) close(stop bool) {
+	if stop {
+		br.stop()
+	}
+	br.drain()
+	if br.stopped() && br.failure != nil { // failure is written before quit is closed
+		panic(br.failure)
 	}
 }
 
@@ -111,8 +214,16 @@ func seqBatchSize(opts []Option) (*Pool, int) {
 // ForEachSeq calls f on every element of seq in parallel and returns when all calls have
 // returned. seq is iterated on the caller's goroutine (never concurrently, so any sequence
 // works), in batches of WithGrain elements (default 256) that the pool's workers take as
-// they become free. A panic in f stops the iteration of seq (its loop sees a break) and the
-// remaining batches, and re-raises in the caller (as *PanicError with the worker's stack).
+// they become free; while the caller waits for room or for the last batches, it runs
+// queued batches itself. f may itself use the pool (a parallel loop, a sort, another
+// ForEachSeq or MapSeq): no job of ForEachSeq ever blocks, so that cannot deadlock.
+//
+// A panic in f stops the iteration of seq (its loop sees a break) and the remaining
+// batches, and re-raises in the caller (as *PanicError with the stack of the goroutine
+// that panicked) once the batches already running have returned. An f that calls
+// runtime.Goexit on a pool worker makes ForEachSeq panic with an error that says so; on
+// the caller's goroutine Goexit ends that goroutine, as it would in a plain loop. A closed
+// pool makes ForEachSeq panic with ErrClosed.
 func ForEachSeq[T any](seq iter.Seq[T], f func(T), opts ...Option) {
 	if seq == nil {
 		parNil("ForEachSeq", "seq")
@@ -128,29 +239,28 @@ func ForEachSeq[T any](seq iter.Seq[T], f func(T), opts ...Option) {
 	})
 	finished := false
 	defer func() {
-		// seq itself panicked (on this goroutine): stop and wait for the consumers so
-		// none is left blocked on the job channel, and let the panic continue.
+		// seq itself panicked (on this goroutine): stop and wait for the batches so none
+		// runs f after ForEachSeq is gone, and let seq's panic continue.
 		if !finished {
 			br.stop()
-			close(br.jobs)
-			<-br.done
+			br.drain()
 		}
 	}()
-	batch := make([]T, 0, bs)
+	batch := make([]T, 0, min(bs, seqBatchCap))
 	for v := range seq {
 		batch = append(batch, v)
 		if len(batch) == bs {
 			if !br.send(batch) {
 				break
 			}
-			batch = make([]T, 0, bs)
+			batch = make([]T, 0, min(bs, seqBatchCap))
 		}
 	}
 	if len(batch) > 0 {
 		br.send(batch)
 	}
 	finished = true
-	br.wait()
+	br.close(false)
 }
 
 // seqJob is one batch of MapSeq: its position in the input and its inputs; out receives
@@ -170,9 +280,15 @@ type seqResult[U any] struct {
 // computed in parallel. Iterating the result pulls seq on the caller's goroutine (through
 // iter.Pull, never concurrently), sends batches of WithGrain elements (default 256) to the
 // pool, and yields the results on the caller's goroutine in input order, keeping at most
-// four batches per worker in flight. When the loop over the result stops early (break,
-// return), the remaining batches are dropped, the workers stop taking new ones, and seq is
-// stopped; a panic in f stops the work the same way and re-raises in the loop.
+// four batches per worker in flight; while the caller waits for the next result it runs
+// queued batches itself. f may itself use the pool (a parallel loop, a sort, another
+// MapSeq): no job of MapSeq ever blocks, so that cannot deadlock.
+//
+// When the loop over the result stops early (break, return), the remaining batches are
+// dropped, the batches already running are waited for (no f runs after the loop is over),
+// and seq is stopped; a panic in f stops the work the same way and re-raises in the loop
+// (as *PanicError). An f that calls runtime.Goexit on a pool worker makes the loop panic
+// with an error that says so. A closed pool makes the loop panic with ErrClosed.
 func MapSeq[T, U any](seq iter.Seq[T], f func(T) U, opts ...Option) iter.Seq[U] {
 	if seq == nil {
 		parNil("MapSeq", "seq")
@@ -185,7 +301,7 @@ func MapSeq[T, U any](seq iter.Seq[T], f func(T) U, opts ...Option) iter.Seq[U] 
 		next, stopSeq := iter.Pull(seq)
 		defer stopSeq()
 		inflight := seqInflightPer * p.NumWorkers()
-		// results has room for every batch in flight, so a worker never blocks on it.
+		// results has room for every batch in flight, so a batch never blocks on it.
 		results := make(chan seqResult[U], inflight)
 		br := newSeqBridge(p, inflight, func(j seqJob[T, U]) {
 			out := make([]U, len(j.in))
@@ -196,23 +312,23 @@ func MapSeq[T, U any](seq iter.Seq[T], f func(T) U, opts ...Option) iter.Seq[U] 
 		})
 		finished := false
 		defer func() {
-			// Early exit or panic from yield: stop the workers and wait for them, so no
-			// goroutine keeps running f after the loop is over.
+			// Early exit or panic from yield or seq: stop the batches and wait for the
+			// running ones, so no goroutine keeps running f after the loop is over.
 			if !finished {
 				br.stop()
-				close(br.jobs)
-				<-br.done
+				br.drain()
 			}
 		}()
 		// sent-want batches are in flight or finished but waiting for an earlier one:
 		// bounding that (not just the ones in flight) bounds the read-ahead and the
-		// memory held in pending when one batch is slow.
+		// memory held in pending when one batch is slow. It also bounds the queue and
+		// results, so send never has to run a batch itself to make room.
 		pending := map[int][]U{}
-		sent, want, active := 0, 0, 0
+		sent, want := 0, 0
 		eof := false
 		for {
 			for !eof && sent-want < inflight {
-				in := make([]T, 0, bs)
+				in := make([]T, 0, min(bs, seqBatchCap))
 				for len(in) < bs {
 					v, ok := next()
 					if !ok {
@@ -228,20 +344,18 @@ func MapSeq[T, U any](seq iter.Seq[T], f func(T) U, opts ...Option) iter.Seq[U] 
 					break
 				}
 				sent++
-				active++
 			}
-			if active == 0 {
+			if want == sent || br.stopped() {
 				break
 			}
+			// Wait for batch want: take the results that are in, run a queued batch
+			// here, or wait for a running one.
 			select {
 			case r := <-results:
-				active--
 				pending[r.k] = r.out
-			case <-br.quit:
-				// A consumer panicked: collect the panic and re-raise it here.
-				finished = true
-				br.wait()
-				return
+			default:
+				br.helpOrWait()
+				continue
 			}
 			for out, ok := pending[want]; ok; out, ok = pending[want] {
 				delete(pending, want)
@@ -254,6 +368,6 @@ func MapSeq[T, U any](seq iter.Seq[T], f func(T) U, opts ...Option) iter.Seq[U] 
 			}
 		}
 		finished = true
-		br.wait()
+		br.close(want != sent)
 	}
 }

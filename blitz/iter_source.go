@@ -1,6 +1,9 @@
 package blitz
 
-import "strconv"
+import (
+	"math"
+	"strconv"
+)
 
 // Chunked is a slice viewed as consecutive chunks of a fixed size (the last one may be
 // shorter), as returned by Chunks. Its methods and ReduceChunks process the chunks in
@@ -20,13 +23,33 @@ func Chunks[T any](s []T, size int) Chunked[T] {
 }
 
 // Len returns the number of chunks.
-func (c Chunked[T]) Len() int { return (len(c.s) + c.size - 1) / c.size }
+func (c Chunked[T]) Len() int { return ceilDiv(len(c.s), c.size) }
 
 // Chunk returns chunk i (capacity clipped, so appending to it cannot overwrite chunk i+1).
+// It panics if i is not in [0, Len()).
 func (c Chunked[T]) Chunk(i int) []T {
-	lo := i * c.size
-	hi := min(lo+c.size, len(c.s))
+	if uint(i) >= uint(c.Len()) {
+		// Checked here, not left to the slice expression: i*size could wrap around to a
+		// valid offset and return the wrong chunk.
+		panic("blitz: Chunked.Chunk: index " + strconv.Itoa(i) + " out of range [0, " + strconv.Itoa(c.Len()) + ")")
+	}
+	lo := i * c.size // <= len(c.s)-1 for i < Len(): no overflow
+	// lo+size may overflow for a huge size: compare with the room left instead.
+	hi := len(c.s)
+	if c.size < hi-lo {
+		hi = lo + c.size
+	}
 	return c.s[lo:hi:hi]
+}
+
+// ceilDiv returns the ceiling of n/d for n >= 0 and d >= 1, without the overflow of
+// (n+d-1)/d when n+d-1 exceeds math.MaxInt.
+func ceilDiv(n, d int) int {
+	q := n / d
+	if q*d != n {
+		q++
+	}
+	return q
 }
 
 // ForEach calls f(i, chunk) for every chunk in parallel. The grain (WithGrain) counts
@@ -119,8 +142,14 @@ type Chained[T any] struct {
 	a, b []T
 }
 
-// Chain returns a followed by b as one parallel source, without copying.
-func Chain[T any](a, b []T) Chained[T] { return Chained[T]{a, b} }
+// Chain returns a followed by b as one parallel source, without copying. It panics if
+// len(a)+len(b) exceeds math.MaxInt (possible only for zero-size element types).
+func Chain[T any](a, b []T) Chained[T] {
+	if len(a) > math.MaxInt-len(b) {
+		panic("blitz: Chain: len(a) + len(b) = " + strconv.Itoa(len(a)) + " + " + strconv.Itoa(len(b)) + " exceeds math.MaxInt")
+	}
+	return Chained[T]{a, b}
+}
 
 // Len returns len(a) + len(b).
 func (c Chained[T]) Len() int { return len(c.a) + len(c.b) }
@@ -187,11 +216,32 @@ type IntRange struct {
 	Lo, Hi int
 }
 
-// Range returns the parallel source [lo, hi); it is empty if hi <= lo.
-func Range(lo, hi int) IntRange { return IntRange{lo, hi} }
+// Range returns the parallel source [lo, hi); it is empty if hi <= lo. It panics if the
+// range holds more than math.MaxInt integers (hi - lo overflows int, as for
+// Range(-1, math.MaxInt)): its length could not be counted in an int.
+func Range(lo, hi int) IntRange {
+	if hi > lo && hi-lo < 0 {
+		panicRangeLen("Range", "hi - lo", lo, hi)
+	}
+	return IntRange{lo, hi}
+}
 
-// Len returns the number of integers in the range.
-func (r IntRange) Len() int { return max(0, r.Hi-r.Lo) }
+// Len returns the number of integers in the range. It panics if there are more than
+// math.MaxInt of them (an IntRange made without Range).
+func (r IntRange) Len() int {
+	if r.Hi <= r.Lo {
+		return 0
+	}
+	n := r.Hi - r.Lo
+	if n < 0 { // wrapped around: Hi - Lo > math.MaxInt
+		panicRangeLen("IntRange.Len", "Hi - Lo", r.Lo, r.Hi)
+	}
+	return n
+}
+
+func panicRangeLen(fn, expr string, lo, hi int) {
+	panic("blitz: " + fn + ": " + expr + " exceeds math.MaxInt (lo = " + strconv.Itoa(lo) + ", hi = " + strconv.Itoa(hi) + ")")
+}
 
 // ForEach calls f(i) for every i in the range, in parallel.
 func (r IntRange) ForEach(f func(i int), opts ...Option) {

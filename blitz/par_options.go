@@ -105,8 +105,8 @@ func parResolve(n, minGrain int, opts []Option) parCall {
 	}
 	c.workers = c.pool.NumWorkers()
 	if c.grain == 0 {
-		g := (n + c.workers*parLeavesPerWorker - 1) / (c.workers * parLeavesPerWorker)
-		c.grain = max(g, minGrain)
+		// ceilDiv: n + leaves - 1 would overflow for n near math.MaxInt.
+		c.grain = max(ceilDiv(max(n, 0), c.workers*parLeavesPerWorker), minGrain)
 	}
 	// Even a one-worker pool runs in parallel: Pool.Call makes the calling goroutine a
 	// guest worker beside the pool's workers.

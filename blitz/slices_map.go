@@ -1,6 +1,7 @@
 package blitz
 
 import (
+	"math"
 	"math/bits"
 	"strconv"
 )
@@ -110,13 +111,15 @@ func parCopy[T any](c parCall, dst, src []T) {
 // parallel. Unlike parFor's halving, chunk boundaries do not depend on scheduling, so a
 // first pass can leave per-chunk results that a second pass finds by chunk index.
 func parChunks(c parCall, n, size int, f func(ci, lo, hi int)) {
-	nc := (n + size - 1) / size
+	nc := ceilDiv(n, size)
 	cc := c
 	cc.grain = 1
 	cc.seq = c.seq || nc <= 1
 	parFor(cc, nc, func(clo, chi int) {
 		for ci := clo; ci < chi; ci++ {
-			f(ci, ci*size, min((ci+1)*size, n))
+			lo := ci * size // < n: no overflow
+			// (ci+1)*size may overflow for a huge size: add at most the room left.
+			f(ci, lo, lo+min(size, n-lo))
 		}
 	})
 }
@@ -126,9 +129,11 @@ func parChunks(c parCall, n, size int, f func(ci, lo, hi int)) {
 // bitmap, the chunk size and the number of selected elements per chunk.
 func parSelect[T any](c parCall, s []T, pred func(T) bool) (bitmap []uint64, size int, counts []int) {
 	n := len(s)
-	size = (c.grain + 63) &^ 63
-	bitmap = make([]uint64, (n+63)/64)
-	counts = make([]int, (n+size-1)/size)
+	// Rounded up to whole words; a grain within 63 of math.MaxInt is rounded down instead
+	// of overflowing (any multiple of 64 of that size is as good).
+	size = (min(c.grain, math.MaxInt-63) + 63) &^ 63
+	bitmap = make([]uint64, ceilDiv(n, 64))
+	counts = make([]int, ceilDiv(n, size))
 	parChunks(c, n, size, func(ci, lo, hi int) {
 		k := 0
 		for i := lo; i < hi; i += 64 {
@@ -250,6 +255,9 @@ func FlatMap[T, U any](s []T, f func(T) []U, opts ...Option) []U {
 func Flatten[T any](ss [][]T, opts ...Option) []T {
 	offs := make([]int, len(ss)+1)
 	for i, x := range ss {
+		if len(x) > math.MaxInt-offs[i] { // only zero-size element types get here
+			panic("blitz: Flatten: the total length of ss exceeds math.MaxInt")
+		}
 		offs[i+1] = offs[i] + len(x)
 	}
 	total := offs[len(ss)]
@@ -266,7 +274,11 @@ func Flatten[T any](ss [][]T, opts ...Option) []T {
 		return out
 	}
 	cp := c
-	cp.grain = max(1, int(int64(len(ss))*int64(c.grain)/int64(total)))
+	// len(ss)*grain/total in 128 bits: the product overflows int64 for a huge grain.
+	// grain < total here (c.seq is false), so the quotient is below len(ss).
+	hi, lo := bits.Mul64(uint64(len(ss)), uint64(c.grain))
+	q, _ := bits.Div64(hi, lo, uint64(total))
+	cp.grain = max(1, int(q))
 	cp.seq = len(ss) <= cp.grain
 	parFor(cp, len(ss), func(lo, hi int) {
 		for i := lo; i < hi; i++ {

@@ -341,8 +341,9 @@ func (f *parFindState) run(t *Task, lo, hi int, fwd, back func(lo, hi int) int) 
 			}
 			return
 		}
-		for b := lo; b < hi; b += findBlock {
-			e := min(b+findBlock, hi)
+		for b := lo; b < hi; {
+			// b+findBlock may overflow when hi is near math.MaxInt (zero-size elements).
+			e := b + min(findBlock, hi-b)
 			if f.skip(b, e) {
 				return
 			}
@@ -350,6 +351,7 @@ func (f *parFindState) run(t *Task, lo, hi int, fwd, back func(lo, hi int) int) 
 				f.found(i)
 				return
 			}
+			b = e
 		}
 	})
 }

@@ -83,6 +83,12 @@ func Sort[T cmp.Ordered](s []T, opts ...Option) {
 // radixSigned sorts two's complement integers stored in a: flipping the sign bit maps
 // signed order onto unsigned order (math.MinInt64 -> 0), in one parallel pass before the
 // sort and one after.
+//
+// Between the two passes the caller's slice holds transformed keys. If the sort is
+// interrupted there (a nested call refused because the pool is closing, any panic), the
+// deferred function undoes the transform before the panic continues, so the caller is
+// left with a permutation of its input, never with flipped keys. It runs sequentially:
+// the pool may be the very thing that refused.
 func radixSigned[K radixKey](c parCall, a []K) {
 	sign := ^K(0) ^ (^K(0) >> 1)
 	flip := func(lo, hi int) {
@@ -92,17 +98,33 @@ func radixSigned[K radixKey](c parCall, a []K) {
 		}
 	}
 	cf := parResolve(len(a), parMinGrainCheap, []Option{WithPool(c.pool)})
-	parFor(cf, len(a), flip)
+	parFor(cf, len(a), flip) // refused or done as a whole: no user code runs in it
+	restored := false
+	defer func() {
+		if !restored {
+			flip(0, len(a))
+		}
+	}()
+	sortTest(1)
 	radixSort(c, a)
+	sortTest(3)
 	parFor(cf, len(a), flip)
+	restored = true
 }
 
 // radixFloat sorts IEEE 754 floats (no NaNs) stored in a: negative values have all bits
 // flipped and positive ones their sign bit, which maps float order onto unsigned order
-// (-Inf lowest, -0 just below +0); the inverse is applied after the sort.
+// (-Inf lowest, -0 just below +0); the inverse is applied after the sort. As in
+// radixSigned, an interrupted sort undoes the transform before the panic continues.
 func radixFloat[K radixKey](c parCall, a []K) {
 	top := uint(unsafe.Sizeof(a[0]))*8 - 1
 	sign := K(1) << top
+	unmap := func(lo, hi int) {
+		w := a[lo:hi]
+		for i, x := range w {
+			w[i] = x ^ (((x >> top) - 1) | sign)
+		}
+	}
 	cf := parResolve(len(a), parMinGrainCheap, []Option{WithPool(c.pool)})
 	parFor(cf, len(a), func(lo, hi int) {
 		w := a[lo:hi]
@@ -110,13 +132,17 @@ func radixFloat[K radixKey](c parCall, a []K) {
 			w[i] = x ^ (-(x >> top) | sign)
 		}
 	})
-	radixSort(c, a)
-	parFor(cf, len(a), func(lo, hi int) {
-		w := a[lo:hi]
-		for i, x := range w {
-			w[i] = x ^ (((x >> top) - 1) | sign)
+	restored := false
+	defer func() {
+		if !restored {
+			unmap(0, len(a))
 		}
-	})
+	}()
+	sortTest(1)
+	radixSort(c, a)
+	sortTest(3)
+	parFor(cf, len(a), unmap)
+	restored = true
 }
 
 // sortNaNsFirst moves the NaNs of s (x != x) to its front, where cmp.Compare orders them,
@@ -302,4 +328,15 @@ func SortStableFunc[T any](s []T, cmp func(a, b T) int, opts ...Option) {
 	}
 	st := &parState{grain: min(c.grain, stableParMin)}
 	c.pool.Call(func(t *Task) { stableRec(t, st, s, buf, false, cmp) })
+}
+
+// sortTestHook, when set (by tests only), is called at numbered points between the parallel
+// passes of Sort, so that tests can interrupt a sort there as a refused nested call would.
+var sortTestHook func(stage int)
+
+// sortTest calls sortTestHook if a test set it.
+func sortTest(stage int) {
+	if sortTestHook != nil {
+		sortTestHook(stage)
+	}
 }

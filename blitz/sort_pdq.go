@@ -69,6 +69,13 @@ func heapSortPdq[E any](data []E, a, b int, cmp func(a, b E) int) {
 // st.grain, they are sorted in parallel with Join (the pivot between them is never touched
 // again, so the two tasks write disjoint index ranges; reading data[a-1] below only reads an
 // earlier pivot, which no task writes).
+//
+// The comparator may be inconsistent (answers that change, NaN compared with <, random):
+// then the result is not sorted, but every kernel below still only swaps elements inside
+// data[a:b], with bounds taken from a and b, never from what cmp answered, so the input is
+// permuted (no element lost or duplicated), no two tasks touch the same element, and every
+// loop terminates (each partition shrinks the range, limit bounds the bad pivots, and
+// heapsort and the insertion sorts are bounded by the range).
 func pdqsortPdq[E any](t *Task, st *parState, data []E, a, b, limit int, cmp func(a, b E) int) {
 	const maxInsertion = 12
 
@@ -260,9 +267,13 @@ func partialInsertionSortPdq[E any](data []E, a, b int, cmp func(a, b E) int) bo
 
 		data[i], data[i-1] = data[i-1], data[i]
 
-		// Shift the smaller one to the left.
+		// Shift the smaller one to the left, never past a. (The sequential original
+		// stops at index 1, which is harmless in one goroutine with a consistent cmp, since
+		// data[a-1] is then a pivot that no element of data[a:b] is less than. With a cmp
+		// whose answers change it walks below a into a range that a parallel sibling task
+		// is sorting: a data race that loses and duplicates elements.)
 		if i-a >= 2 {
-			for j := i - 1; j >= 1; j-- {
+			for j := i - 1; j > a; j-- {
 				if !(cmp(data[j], data[j-1]) < 0) {
 					break
 				}

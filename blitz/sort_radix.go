@@ -160,8 +160,12 @@ func radixSort[K radixKey](c parCall, a []K) {
 		}
 	})
 
+	sortTest(2)
 	// Sort the buckets (now in buf) back into a; a big bucket (skewed input) forks its own
-	// sub-buckets.
+	// sub-buckets. Until here a was only read, so an interruption (a refused call) left it
+	// intact. This last phase overwrites a, but it cannot be interrupted half-way: its
+	// Call either is refused before it starts or runs to the end (Join never refuses, and
+	// no user code runs in it).
 	c.pool.Call(func(t *Task) {
 		radixBuckets(t, 0, nd, func(t *Task, d int) {
 			b, e := starts[d], starts[d+1]

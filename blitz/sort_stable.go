@@ -132,16 +132,29 @@ func stableCut(n int, skewed bool) int {
 }
 
 // stableInsertion sorts a stably by insertion.
+//
+// While an element v is being inserted, a[hole] holds a copy of its right neighbour and v
+// lives only in a variable. If cmp panics then, the deferred function puts v back into the
+// hole, so a is left a permutation of its input, not with one element lost and another
+// doubled.
 func stableInsertion[T any](a []T, cmp func(a, b T) int) {
-	for i := 1; i < len(a); i++ {
-		v := a[i]
-		j := i
-		for j > 0 && cmp(v, a[j-1]) < 0 {
-			a[j] = a[j-1]
-			j--
+	hole := -1
+	var v T
+	defer func() {
+		if hole >= 0 {
+			a[hole] = v
 		}
-		a[j] = v
+	}()
+	for i := 1; i < len(a); i++ {
+		v = a[i]
+		hole = i
+		for hole > 0 && cmp(v, a[hole-1]) < 0 {
+			a[hole] = a[hole-1]
+			hole--
+		}
+		a[hole] = v
 	}
+	hole = -1
 }
 
 // stableInsertionTo sorts src stably by insertion into dst (len(dst) == len(src)), leaving
@@ -223,18 +236,48 @@ func stableSortTo[T any](a, buf []T, toBuf, skewed bool, cmp func(a, b T) int) {
 	m := stableCut(n, skewed)
 	stableSortTo(a[:m], buf[:m], !toBuf, skewed, cmp)
 	stableSortTo(a[m:], buf[m:], !toBuf, skewed, cmp)
-	src, dst := buf, a
 	if toBuf {
-		src, dst = a, buf
-	}
-	if cmp(src[m], src[m-1]) >= 0 {
-		copy(dst, src) // already in order
+		// a is only read: a panic in cmp leaves it as the children left it.
+		if cmp(a[m], a[m-1]) >= 0 {
+			copy(buf, a) // already in order
+			return
+		}
+		mergeSeq(a[:m], a[m:], buf, cmp)
 		return
 	}
-	mergeSeq(src[:m], src[m:], dst, cmp)
+	stableMergeBack(buf, m, a, cmp)
+}
+
+// stableMergeBack merges the sorted runs src[:m] and src[m:] (in the scratch buffer) into
+// dst (the caller's slice). A merge interrupted by a panicking cmp has written only part of
+// dst, so some elements would be there twice and others not at all; src still holds every
+// element (a merge only reads it), so the deferred copy restores dst to a permutation of
+// its input before the panic continues.
+func stableMergeBack[T any](src []T, m int, dst []T, cmp func(a, b T) int) {
+	done := false
+	defer func() {
+		if !done {
+			copy(dst, src)
+		}
+	}()
+	if cmp(src[m], src[m-1]) >= 0 {
+		copy(dst, src) // already in order
+	} else {
+		mergeSeq(src[:m], src[m:], dst, cmp)
+	}
+	done = true
 }
 
 // stableRec sorts a stably; the result ends in buf if toBuf, else in a.
+//
+// A panicking cmp must leave the caller's slice a permutation of its input. Every node of
+// the recursion keeps this invariant: whenever it returns early (st.stop set) or by a
+// panic, a holds a permutation of the node's input. A node's input is always in a; a node
+// with toBuf only reads a in its merge (into buf), and the leaves that sort into buf only
+// read a; the in-place insertion sort restores its hole (stableInsertion); and a merge
+// from buf back into a, the one step that overwrites a, is undone by copying buf (which
+// then holds every element of the node) back over a when it is interrupted or when a
+// stop left some of its parallel parts unmerged.
 func stableRec[T any](t *Task, st *parState, a, buf []T, toBuf bool, cmp func(a, b T) int) {
 	stableRecCut(t, st, a, buf, toBuf, stableSkewFor(a, cmp), cmp)
 }
@@ -264,11 +307,25 @@ func stableRecCut[T any](t *Task, st *parState, a, buf []T, toBuf, skewed bool, 
 			stableRecCut(t, st, a[mid:], buf[mid:], !toBuf, skewed, cmp)
 			ok = true
 		})
-	src, dst := buf, a
-	if toBuf {
-		src, dst = a, buf
+	if st.stop.Load() {
+		// A child may have stopped before sorting: its output is not valid. a holds a
+		// permutation (invariant above), and the caller discards the result.
+		return
 	}
-	parMerge(t, st, src[:mid], src[mid:], dst, cmp)
+	if toBuf {
+		parMerge(t, st, a[:mid], a[mid:], buf, cmp)
+		return
+	}
+	// Both children finished, so buf holds all of the node's elements: if the merge back
+	// into a is interrupted (a panic) or partly skipped (a stop), copy them back over a.
+	merged := false
+	defer func() {
+		if !merged || st.stop.Load() {
+			copy(a, buf)
+		}
+	}()
+	parMerge(t, st, buf[:mid], buf[mid:], a, cmp)
+	merged = true
 }
 
 // parMerge merges the sorted runs x and y into out, stably, splitting large merges into two
