@@ -18,7 +18,9 @@ const sortMinGrain = 1 << 14
 // parallel radix sort (see sort_radix.go), which needs a scratch buffer of len(s) elements;
 // strings use the parallel pattern-defeating quicksort of SortFunc, in place. Already sorted,
 // reversed (non-increasing) and all-equal inputs are detected in one O(n) scan and cost no
-// sort. Small inputs are sorted sequentially.
+// sort. Small inputs are sorted sequentially. If the sort is interrupted (its pool refuses
+// a nested call because it is closing), the panic reaches the caller with s still a
+// permutation of its input.
 func Sort[T cmp.Ordered](s []T, opts ...Option) {
 	c := parResolve(len(s), sortMinGrain, opts)
 	if c.seq {
@@ -223,6 +225,11 @@ func sortPdq[T any](c parCall, s []T, cmp func(a, b T) int) {
 // The algorithm is a parallel pattern-defeating quicksort (the two sides of a large
 // partition are sorted as separate tasks), in place; sorted, reversed and all-equal inputs
 // take O(n).
+//
+// If cmp is not a strict weak ordering (its answers change, contradict each other, or
+// compare NaNs with <), the order of the result is unspecified, but s still holds exactly
+// the elements it held, and the sort returns. A panic in cmp is re-raised (as *PanicError
+// when it happened in a parallel task) and leaves s a permutation of its input.
 func SortFunc[T any](s []T, cmp func(a, b T) int, opts ...Option) {
 	if cmp == nil {
 		parNil("SortFunc", "cmp")
@@ -295,7 +302,9 @@ func SortByCachedKey[T any, K cmp.Ordered](s []T, key func(T) K, opts ...Option)
 // SortStableFunc sorts s as determined by cmp (see SortFunc), keeping the original order of
 // equal elements, in parallel, like slices.SortStableFunc. It uses a scratch buffer of
 // len(s) elements: a parallel merge sort whose merges are themselves split in parallel.
-// Sorted, all-equal and strictly decreasing inputs take O(n).
+// Sorted, all-equal and strictly decreasing inputs take O(n). As for SortFunc, a cmp
+// that is not a strict weak ordering leaves the order unspecified but s a permutation of
+// its input, and so does a panic in cmp (which is re-raised).
 func SortStableFunc[T any](s []T, cmp func(a, b T) int, opts ...Option) {
 	if cmp == nil {
 		parNil("SortStableFunc", "cmp")
