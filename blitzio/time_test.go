@@ -36,7 +36,6 @@ func TestSleepEveryLevelWithTestClock(t *testing.T) {
 	elapsed := time.Duration(0)
 	for i, d := range durs {
 		clk.Advance(d - time.Millisecond - elapsed)
-		elapsed = d - time.Millisecond
 		if hs[i].IsFinished() {
 			t.Fatalf("sleep %v finished 1ms early", d)
 		}
