@@ -7,9 +7,31 @@ import "sync"
 // small value: copy it freely. Any number of tasks and goroutines may await or Wait on
 // copies of one handle at the same time; each of them sees the result. Dropping every
 // copy does not cancel the task (use Abort); Detach tells the runtime nobody will read
-// the result. The zero JoinHandle is not a handle of any task; its methods panic.
+// the result. The zero JoinHandle is not a handle of any task; its methods panic with a
+// message that says so.
+//
+// After Detach (on any copy), the handle must not be used to read the result: Poll and
+// Wait then panic with "after Detach", including a Wait or an await that was already
+// blocked in another goroutine or task when the handle was detached (it is woken when
+// the task finishes and panics then, rather than sleeping forever). Abort and
+// IsFinished remain usable.
 type JoinHandle[T any] struct {
 	c *core[T]
+}
+
+// check panics with a clear message if h is the zero JoinHandle (op names the method).
+func (h JoinHandle[T]) check(op string) *core[T] {
+	if h.c == nil {
+		panic("blitzio: JoinHandle." + op + " called on the zero JoinHandle (not a handle of any task)")
+	}
+	return h.c
+}
+
+// panicDetached is called by Poll and Wait when the state says the handle was detached:
+// the output may already be released, and the completer of a detached task keeps no
+// promise to wake anyone.
+func panicDetached(op string) {
+	panic("blitzio: JoinHandle." + op + " after Detach: a detached handle's result is released, so it cannot be read")
 }
 
 // Poll is ready when the task has finished: with its value, or with ErrCancelled if it
@@ -21,17 +43,26 @@ type JoinHandle[T any] struct {
 // of one handle. A waiter that goes away (an aborted task, a dropped select) costs
 // nothing but its entry until the task finishes; entries of waiters known to be gone
 // (finished tasks) are pruned as new ones arrive.
-func (h JoinHandle[T]) Poll(cx *Context) (Result[T], bool) {
+func (h JoinHandle[T]) Poll(cx *Context) (Result[T], bool) { return h.poll(cx, "Poll") }
+
+func (h JoinHandle[T]) poll(cx *Context, op string) (Result[T], bool) {
+	c := h.check(op)
 	if !cx.ConsumeBudget() {
 		return Result[T]{}, false
 	}
-	c := h.c
 	cur := c.state.v.Load()
+	if cur&flagJoinInterest == 0 {
+		panicDetached(op)
+	}
 	if life(cur) == stComplete {
 		return h.result(), true
 	}
 	if c.registerJoinWaker(cur, cx.Waker()) {
 		return Result[T]{}, false
+	}
+	if c.state.v.Load()&flagJoinInterest == 0 {
+		// Detached while we registered: the output was (or will be) released.
+		panicDetached(op)
 	}
 	return h.result(), true
 }
@@ -100,16 +131,23 @@ func (h JoinHandle[T]) result() Result[T] {
 // worker goroutine, where it would block the worker (and, with one worker or several
 // waits, deadlock the runtime), panics with "blitzio: cannot block from within a
 // runtime" unless the task has already finished (see BlockOn for what is detected).
+//
+// Wait panics on the zero JoinHandle and after Detach (see JoinHandle).
 func (h JoinHandle[T]) Wait() (T, error) {
-	if life(h.c.state.v.Load()) == stComplete {
-		return h.c.out, h.c.err
+	c := h.check("Wait")
+	cur := c.state.v.Load()
+	if cur&flagJoinInterest == 0 {
+		panicDetached("Wait")
 	}
-	panicIfOnWorker("JoinHandle.Wait", &h.c.header)
+	if life(cur) == stComplete {
+		return c.out, c.err
+	}
+	panicIfOnWorker("JoinHandle.Wait", &c.header)
 	p := newParker()
 	cx := &Context{waker: Waker{t: p}, budget: budgetPerPoll}
 	for {
 		cx.budget = budgetPerPoll
-		if r, ok := h.Poll(cx); ok {
+		if r, ok := h.poll(cx, "Wait"); ok {
 			return r.Value, r.Err
 		}
 		<-p.ch
@@ -121,22 +159,28 @@ func (h JoinHandle[T]) Wait() (T, error) {
 // A task that completes during the poll in progress keeps its result. Aborting a finished
 // task does nothing. Safe from any goroutine.
 func (h JoinHandle[T]) Abort() {
-	if h.c.state.abort() {
-		h.c.rt.schedule(&h.c.header, nil, false)
+	c := h.check("Abort")
+	if c.state.abort() {
+		c.rt.schedule(&c.header, nil, false)
 	}
 }
 
 // IsFinished reports whether the task has completed, failed or been cancelled.
-func (h JoinHandle[T]) IsFinished() bool { return life(h.c.state.v.Load()) == stComplete }
+func (h JoinHandle[T]) IsFinished() bool {
+	return life(h.check("IsFinished").state.v.Load()) == stComplete
+}
 
 // Detach gives up the handle: the task keeps running, and its result is released as soon
-// as it finishes. Do not use the handle (or its copies) afterwards.
+// as it finishes. The result can no longer be read through the handle or its copies:
+// Poll and Wait panic afterwards (see JoinHandle); Abort still works. Detaching twice
+// does nothing more.
 func (h JoinHandle[T]) Detach() {
-	prev, ok := h.c.state.dropJoinInterest()
+	c := h.check("Detach")
+	prev, ok := c.state.dropJoinInterest()
 	if ok && (life(prev) == stComplete || refs(prev) == 1) {
 		// The completer saw our interest and kept the output, or we hold the last
 		// reference: release it now.
-		h.c.vt.release()
+		c.vt.release()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,7 +60,9 @@ type Config struct {
 	// BlockingKeepAlive is how long an idle blocking goroutine waits for more work before
 	// it exits; 0 means 10 s.
 	BlockingKeepAlive time.Duration
-	// Backend is the I/O driver choice; see Backend.
+	// Backend is the I/O driver choice; see Backend. A driver the platform does not have
+	// (BackendKqueue on Linux, BackendIOUring or BackendEpoll elsewhere) makes New fail
+	// with ErrBackendUnavailable.
 	Backend Backend
 	// Clock is the time source for timers; nil means the system's monotonic clock. Pass a
 	// *TestClock to move time by hand in tests.
@@ -73,6 +76,11 @@ var ErrInvalidConfig = errors.New("blitzio: invalid config")
 // ErrRuntimeClosed is returned by BlockOn when the runtime shuts down before the future
 // finishes.
 var ErrRuntimeClosed = errors.New("blitzio: runtime closed")
+
+// ErrBackendUnavailable is wrapped, beside ErrInvalidConfig, by the error New returns
+// when Config.Backend names a driver the platform does not have (kqueue on Linux,
+// io_uring or epoll elsewhere).
+var ErrBackendUnavailable = errors.New("blitzio: I/O backend not available on this platform")
 
 func configError(field string, value any, rule string) error {
 	return fmt.Errorf("%w: Config.%s = %v: %s", ErrInvalidConfig, field, value, rule)
@@ -91,7 +99,36 @@ func (c Config) validate() error {
 	if int(c.Backend) >= len(backendNames) {
 		return configError("Backend", c.Backend, "unknown backend")
 	}
+	if !c.Backend.available() {
+		return fmt.Errorf("%w: %w: Config.Backend = %v on %s (use BackendAuto, or one of: %s)",
+			ErrInvalidConfig, ErrBackendUnavailable, c.Backend, runtime.GOOS, availableBackends())
+	}
 	return nil
+}
+
+// available reports whether the platform has the driver b names.
+func (b Backend) available() bool {
+	switch b {
+	case BackendIOUring, BackendEpoll:
+		return runtime.GOOS == "linux" || runtime.GOOS == "android"
+	case BackendKqueue:
+		switch runtime.GOOS {
+		case "darwin", "ios", "freebsd", "netbsd", "openbsd", "dragonfly":
+			return true
+		}
+		return false
+	}
+	return true // auto, portable
+}
+
+func availableBackends() string {
+	var names []string
+	for b := range Backend(len(backendNames)) {
+		if b.available() {
+			names = append(names, b.String())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // Runtime runs futures as tasks on a fixed set of worker goroutines with work stealing,
@@ -205,20 +242,65 @@ type Spawner interface {
 	spawnTarget() (*Runtime, *Context)
 }
 
-func (rt *Runtime) spawnTarget() (*Runtime, *Context) { return rt, nil }
+func (rt *Runtime) spawnTarget() (*Runtime, *Context) {
+	if rt == nil {
+		panic("blitzio: spawn on a nil *Runtime")
+	}
+	return rt, nil
+}
 
 func (cx *Context) spawnTarget() (*Runtime, *Context) {
+	if cx == nil {
+		panic("blitzio: spawn on a nil *Context")
+	}
 	if cx.rt == nil {
 		panic("blitzio: Spawn with a Context that has no Runtime")
 	}
 	return cx.rt, cx
 }
 
+// spawnTargetOf is s.spawnTarget with nil checks whose panic names the caller (op).
+func spawnTargetOf(op string, s Spawner) (*Runtime, *Context) {
+	switch v := s.(type) {
+	case nil:
+		panic("blitzio: " + op + " called with a nil Spawner (want a *Runtime or a task's *Context)")
+	case *Runtime:
+		if v == nil {
+			panic("blitzio: " + op + " called with a nil *Runtime")
+		}
+	case *Context:
+		if v == nil {
+			panic("blitzio: " + op + " called with a nil *Context")
+		}
+	}
+	return s.spawnTarget()
+}
+
+// isNilFuture reports whether f is a nil interface, pointer or function: a future that
+// would panic with a nil dereference on its first poll, on a worker, far from the
+// mistake. The kind test is a constant per instantiation, so the check costs a load.
+func isNilFuture[F any](f F) bool {
+	switch reflect.TypeFor[F]().Kind() {
+	case reflect.Interface, reflect.Pointer, reflect.Func, reflect.UnsafePointer, reflect.Map, reflect.Chan:
+		// Each of these is (or, for an interface, starts with) one pointer word that is
+		// nil exactly when the value is nil.
+		return *(*unsafe.Pointer)(unsafe.Pointer(&f)) == nil
+	}
+	return false
+}
+
 // Spawn starts f as a new task and returns its handle. Spawning costs one allocation:
 // the task holds header, future (F is stored by value) and result together. On a closed
 // runtime the task is dropped at once and its handle reports ErrCancelled.
+//
+// Spawn panics, naming the argument, if s is nil (a nil interface, *Runtime or *Context)
+// or f is nil (a nil interface, pointer or function): such a task could only fail later,
+// on a worker, with a nil dereference.
 func Spawn[F Future[T], T any](s Spawner, f F) JoinHandle[T] {
-	rt, cx := s.spawnTarget()
+	if isNilFuture(f) {
+		panic("blitzio: Spawn called with a nil future")
+	}
+	rt, cx := spawnTargetOf("Spawn", s)
 	t := &task[F, T]{fut: f}
 	// A plain store: nobody else can see the task yet (publication through a queue
 	// orders it before any atomic access), and an atomic store costs an XCHG.
@@ -472,8 +554,16 @@ func pollCatch[T any](f Future[T], cx *Context) (v T, ok bool, err error) {
 // goroutine that a task is waiting for by other means (a task that blocks on a channel
 // fed by a goroutine in BlockOn), and blocking calls other than these two. Calls from a
 // SpawnBlocking job or any goroutine of your own are fine.
+//
+// BlockOn panics if rt or f is nil.
 func BlockOn[T any](rt *Runtime, f Future[T]) (T, error) {
 	var zero T
+	if rt == nil {
+		panic("blitzio: BlockOn called with a nil *Runtime")
+	}
+	if isNilFuture(f) {
+		panic("blitzio: BlockOn called with a nil future")
+	}
 	if rt.closed.Load() {
 		return zero, ErrRuntimeClosed
 	}
