@@ -374,8 +374,9 @@ func (rt *Runtime) hasWork() bool {
 // Close and Shutdown block, so they must not be called from inside a task of any runtime
 // (a Poll, a Drop or a waker run by a worker): the worker would wait for its own poll to
 // end, which with one worker (or a Close of the runtime the task runs on) never happens.
-// Called on a worker goroutine they panic with a message that says so, unless the
-// context is already done (Shutdown then only starts the shutdown; see Shutdown). To
+// Called on a worker goroutine (or inside an Async function) they panic with a message
+// that says so, before changing anything: the runtime keeps running. With a context
+// that is already done, Shutdown only starts the shutdown instead (see Shutdown). To
 // stop a runtime from one of its tasks, call Shutdown with a cancelled context, or Close
 // from a goroutine of your own, or from a SpawnBlocking job.
 //
@@ -399,6 +400,23 @@ func (rt *Runtime) Close() error { return rt.Shutdown(context.Background()) }
 // which is how a task can stop the runtime it runs on. Shutdown is idempotent and safe
 // to call concurrently. See Close for calls from inside the runtime.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		panic("blitzio: Runtime.Shutdown called with a nil context.Context")
+	}
+	// A call that would block on a worker panics before it changes anything: the
+	// misuse must not also stop the runtime behind the caller's back.
+	if ctx.Err() == nil {
+		switch onRuntimeGoroutine() {
+		case onWorker:
+			panic("blitzio: cannot block from within a runtime: Close or Shutdown called by a task's " +
+				"code on a worker goroutine would wait for its own poll to end; call Shutdown with a " +
+				"cancelled context to only start the shutdown, or Close from a goroutine of your own")
+		case onCoroutine:
+			panic("blitzio: cannot block from within a runtime: Close or Shutdown called inside an " +
+				"Async function would wait for the poll running it; call Shutdown with a cancelled " +
+				"context to only start the shutdown")
+		}
+	}
 	first := false
 	rt.shutdownOnce.Do(func() { first = true })
 	if first {
@@ -412,10 +430,6 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 	default:
 	}
 	switch onRuntimeGoroutine() {
-	case onWorker:
-		panic("blitzio: cannot block from within a runtime: Close or Shutdown called by a task's " +
-			"code on a worker goroutine would wait for its own poll to end; call Shutdown with a " +
-			"cancelled context to only start the shutdown, or Close from a goroutine of your own")
 	case onShutdown:
 		if rt.isShutdownGoroutine() {
 			panic("blitzio: cannot block from within a runtime: Close or Shutdown called by a " +
@@ -528,7 +542,11 @@ func (p *parker) waiterGone() bool { return p.gone.Load() }
 func pollCatch[T any](f Future[T], cx *Context) (v T, ok bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &PanicError{Value: r, Stack: stack()}
+			if p, ok := asyncPanicked(r); ok {
+				err = p // an Async function's panic, already with its own stack
+			} else {
+				err = &PanicError{Value: r, Stack: stack()}
+			}
 		}
 	}()
 	v, ok = f.Poll(cx)
@@ -567,10 +585,14 @@ func BlockOn[T any](rt *Runtime, f Future[T]) (T, error) {
 	if rt.closed.Load() {
 		return zero, ErrRuntimeClosed
 	}
-	if onRuntimeGoroutine() == onWorker {
+	switch onRuntimeGoroutine() {
+	case onWorker:
 		panic("blitzio: cannot block from within a runtime: BlockOn called by a task's code on a " +
 			"worker goroutine would block the worker (and deadlock a runtime whose workers all " +
 			"wait); await the future inside the task instead")
+	case onCoroutine:
+		panic("blitzio: cannot block from within a runtime: BlockOn called inside an Async " +
+			"function would block the goroutine polling it; use Await instead")
 	}
 	p := newParker()
 	defer p.gone.Store(true)
@@ -602,6 +624,10 @@ const (
 	onWorker                     // a scheduler worker (of any Runtime)
 	onBlockingPool               // a blocking-pool goroutine (of any Runtime)
 	onShutdown                   // the goroutine of a Runtime's shutdown (it runs Drops)
+	// onCoroutine is the goroutine of an Async function: its poller (a worker, usually)
+	// is suspended in a coroutine switch until the function awaits or returns, so the
+	// function blocking blocks the poller.
+	onCoroutine
 )
 
 // Entry names of the runtime's goroutines, computed once from the functions themselves
@@ -611,6 +637,7 @@ var (
 	blockingRunName  = funcName((*blockingPool).work)
 	shutdownRunName  = funcName((*Runtime).shutdownTasks)
 	shutdownDropName = funcName((*Runtime).dropRemaining)
+	coroutineName    = funcName(runCoroutine)
 )
 
 func funcName(f any) string {
@@ -630,7 +657,10 @@ func onRuntimeGoroutine() goroutineKind {
 		pcs = make([]uintptr, 4*len(pcs))
 		n = runtime.Callers(2, pcs)
 	}
-	for _, pc := range pcs[max(0, n-4):n] {
+	// The bottom frames: runtime.goexit, the go statement's wrapper and the entry
+	// function; for an Async function's coroutine, runtime.goexit, runtime.corostart,
+	// iter.Pull's closure, asyncFuture.seq and runCoroutine.
+	for _, pc := range pcs[max(0, n-6):n] {
 		// pc-1: a return address may be the first byte of the next function. FuncForPC
 		// names the innermost function at pc, so this works whether or not the entry
 		// function was inlined into the go statement's wrapper (and, unlike
@@ -646,6 +676,8 @@ func onRuntimeGoroutine() goroutineKind {
 			return onBlockingPool
 		case shutdownRunName, shutdownDropName:
 			return onShutdown
+		case coroutineName:
+			return onCoroutine
 		}
 	}
 	return onOther
@@ -666,6 +698,9 @@ func panicIfOnWorker(op string, h *header) {
 		panic("blitzio: cannot block from within a runtime: " + op + " called by a task's code on a " +
 			"worker goroutine would block the worker (and deadlock a runtime whose workers all " +
 			"wait); await the handle inside the task instead")
+	case onCoroutine:
+		panic("blitzio: cannot block from within a runtime: " + op + " called inside an Async " +
+			"function would block the goroutine polling it; use Await(co, handle) instead")
 	case onShutdown:
 		// A blocking job keeps running during the shutdown, so waiting for one is fine.
 		if _, job := h.vt.(blockingJob); !job && h.rt.isShutdownGoroutine() {

@@ -109,7 +109,11 @@ func (t *task[F, T]) poll(cx *Context) (done bool) {
 			return
 		}
 		if r := recover(); r != nil {
-			t.err = &PanicError{Value: r, Stack: debug.Stack()}
+			if p, ok := asyncPanicked(r); ok {
+				t.err = p // an Async function's panic, already with its own stack
+			} else {
+				t.err = &PanicError{Value: r, Stack: debug.Stack()}
+			}
 			t.dropAfterFailure(cx)
 			done = true
 			return
@@ -158,7 +162,15 @@ func (t *task[F, T]) dropAfterFailure(cx *Context) {
 			return
 		}
 		if r := recover(); r != nil {
-			t.err = errors.Join(t.err, &PanicError{Value: r, Stack: debug.Stack(), InDrop: true})
+			var p *PanicError
+			if ap, ok := asyncPanicked(r); ok {
+				cp := *ap // a copy: the value may be shared (a re-raised handle error)
+				p = &cp
+			} else {
+				p = &PanicError{Value: r, Stack: debug.Stack()}
+			}
+			p.InDrop = true
+			t.err = errors.Join(t.err, p)
 			return
 		}
 		t.err = errors.Join(t.err, ErrGoexit)

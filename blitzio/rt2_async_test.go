@@ -1,0 +1,226 @@
+package blitzio
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestAsyncSequential(t *testing.T) {
+	rt := newRT(t, Config{Workers: 2})
+	h := Spawn(rt, Async(func(co *Co) string {
+		Await(co, Sleep(time.Millisecond))
+		child := Await(co, Spawn(co, Lazy(func() int { return 40 })))
+		Await(co, YieldNow())
+		return fmt.Sprint(child.Value + 2)
+	}))
+	if v, err := waitHandle(t, h); v != "42" || err != nil {
+		t.Fatalf("got %q, %v", v, err)
+	}
+	// Through BlockOn too, and polled again after ready.
+	f := Async(func(co *Co) int { return Await(co, Ready(7)) })
+	if v, err := BlockOn(rt, f); v != 7 || err != nil {
+		t.Fatalf("BlockOn: %v, %v", v, err)
+	}
+	if v, ok := f.Poll(NewContext(rt, Waker{})); !ok || v != 7 {
+		t.Fatalf("poll after ready: %v, %v", v, ok)
+	}
+}
+
+// Abort, a lost select and Shutdown while the function is suspended: its deferred calls
+// run, the future it awaited is dropped, and its goroutine exits.
+func TestAsyncCancellationUnwinds(t *testing.T) {
+	base := runtime.NumGoroutine()
+	rt, err := New(Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var defers, polls, drops atomic.Int64
+	body := func(co *Co) int {
+		defer defers.Add(1)
+		Await(co, Future[int](dropFuture{&polls, &drops}))
+		t.Error("resumed after cancellation")
+		return 0
+	}
+	// Abort.
+	h := Spawn(rt, Async(body))
+	waitFor(t, "first poll", func() bool { return polls.Load() >= 1 })
+	h.Abort()
+	if _, err := waitHandle(t, h); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("aborted: %v", err)
+	}
+	if defers.Load() != 1 || drops.Load() != 1 {
+		t.Fatalf("after Abort: %d defers ran, %d awaited futures dropped; want 1, 1", defers.Load(), drops.Load())
+	}
+	// The losing arm of a select.
+	r, err := waitHandle(t, Spawn(rt, Select2(Async(body), Sleep(time.Millisecond))))
+	if err != nil || r.Index != 1 {
+		t.Fatalf("select: %+v, %v", r, err)
+	}
+	if defers.Load() != 2 || drops.Load() != 2 {
+		t.Fatalf("after the select: %d defers, %d drops; want 2, 2", defers.Load(), drops.Load())
+	}
+	// Shutdown, with a deferred call that awaits (it must not resume the function).
+	for range 10 {
+		Spawn(rt, Async(func(co *Co) int {
+			defer func() {
+				defer defers.Add(1)
+				Await(co, Sleep(time.Hour))
+			}()
+			return body(co)
+		})).Detach()
+	}
+	waitFor(t, "tasks polled", func() bool { return polls.Load() >= 12 })
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if defers.Load() != 2+20 || drops.Load() != 12 {
+		t.Fatalf("after Close: %d defers, %d drops; want 22, 12", defers.Load(), drops.Load())
+	}
+	checkNoLeak(t, base)
+}
+
+//go:noinline
+func asyncPanicker(co *Co) int {
+	Await(co, YieldNow())
+	panic("async-boom")
+}
+
+// A panic keeps the stack of the function's goroutine: the handle's error shows where
+// the function panicked, not only the worker's poll. Nested Async functions too.
+func TestAsyncPanicKeepsStack(t *testing.T) {
+	rt := newRT(t, Config{Workers: 1})
+	for _, f := range []Future[int]{
+		Async(asyncPanicker),
+		Async(func(co *Co) int { return Await(co, Async(asyncPanicker)) }),
+	} {
+		_, err := waitHandle(t, Spawn(rt, f))
+		var pe *PanicError
+		if !errors.As(err, &pe) || pe.Value != "async-boom" {
+			t.Fatalf("got %v, want a *PanicError with the value", err)
+		}
+		if !strings.Contains(string(pe.Stack), "asyncPanicker") {
+			t.Fatalf("the stack does not show the panicking function:\n%s", pe.Stack)
+		}
+		if _, ok := pe.Value.(*PanicError); ok {
+			t.Fatalf("nested PanicError: %v", pe)
+		}
+	}
+	// BlockOn too.
+	_, err := BlockOn(rt, Async(asyncPanicker))
+	var pe *PanicError
+	if !errors.As(err, &pe) || !strings.Contains(string(pe.Stack), "asyncPanicker") {
+		t.Fatalf("BlockOn: %v", err)
+	}
+	// A deferred call that panics while the function is unwound by Abort: reported.
+	h := Spawn(rt, Async(func(co *Co) int {
+		defer func() { panic("defer-boom") }()
+		return Await(co, Pending[int]())
+	}))
+	waitFor(t, "suspended", func() bool { return true })
+	time.Sleep(time.Millisecond)
+	h.Abort()
+	_, err = waitHandle(t, h)
+	if !errors.Is(err, ErrCancelled) || !errors.As(err, &pe) || !pe.InDrop || pe.Value != "defer-boom" {
+		t.Fatalf("panic in a deferred call during cancellation: %v", err)
+	}
+}
+
+// runtime.Goexit (t.FailNow) in an Async function: the handle reports ErrGoexit and a
+// one-worker runtime keeps running tasks.
+func TestAsyncGoexit(t *testing.T) {
+	rt := newRT(t, Config{Workers: 1})
+	var deferred atomic.Bool
+	h := Spawn(rt, Async(func(co *Co) int {
+		defer deferred.Store(true)
+		Await(co, YieldNow())
+		runtime.Goexit()
+		return 1
+	}))
+	if _, err := waitHandle(t, h); !errors.Is(err, ErrGoexit) {
+		t.Fatalf("got %v, want ErrGoexit", err)
+	}
+	if !deferred.Load() {
+		t.Fatal("the function's deferred call did not run")
+	}
+	if v, err := waitHandle(t, Spawn(rt, Async(func(co *Co) int { return Await(co, Ready(3)) }))); v != 3 || err != nil {
+		t.Fatalf("after Goexit: %v, %v", v, err)
+	}
+}
+
+// Blocking calls inside an Async function block the goroutine that polls it: they are
+// detected like calls on a worker.
+func TestAsyncBlockingCallsPanic(t *testing.T) {
+	rt := newRT(t, Config{Workers: 1})
+	other := Spawn(rt, Pending[int]())
+	defer other.Abort()
+	for name, body := range map[string]func(co *Co) int{
+		"Wait":       func(co *Co) int { v, _ := other.Wait(); return v },
+		"BlockOn":    func(co *Co) int { v, _ := BlockOn(rt, Pending[int]()); return v },
+		"Close":      func(co *Co) int { _ = rt.Close(); return 0 },
+		"Await(nil)": func(co *Co) int { return Await[int](co, nil) },
+	} {
+		_, err := waitHandle(t, Spawn(rt, Async(body)))
+		var pe *PanicError
+		if !errors.As(err, &pe) || !strings.Contains(fmt.Sprint(pe.Value), "Async") && !strings.Contains(fmt.Sprint(pe.Value), "nil") {
+			t.Errorf("%s inside Async: got %v, want a panic that names Async", name, err)
+		}
+	}
+}
+
+// Many Async tasks on a small runtime, aborted at random points, with sleeps and child
+// tasks: every handle resolves, every deferred call runs, no goroutine is left.
+func TestAsyncStressRandomAborts(t *testing.T) {
+	base := runtime.NumGoroutine()
+	rt, err := New(Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	var started, deferred atomic.Int64
+	hs := make([]JoinHandle[int], n)
+	for i := range hs {
+		hs[i] = Spawn(rt, Async(func(co *Co) int {
+			started.Add(1)
+			defer deferred.Add(1)
+			sum := 0
+			for j := range 1 + i%5 {
+				Await(co, Sleep(time.Duration(rand.IntN(200))*time.Microsecond))
+				r := Await(co, Spawn(co, Lazy(func() int { return j })))
+				sum += r.Value
+				Await(co, YieldNow())
+			}
+			return sum
+		}))
+	}
+	for i := range hs {
+		if rand.IntN(3) == 0 {
+			if rand.IntN(2) == 0 {
+				runtime.Gosched()
+			}
+			hs[i].Abort()
+		}
+	}
+	for i, h := range hs {
+		v, err := waitHandle(t, h)
+		want := 0
+		for j := range 1 + i%5 {
+			want += j
+		}
+		if err != nil && !errors.Is(err, ErrCancelled) || err == nil && v != want {
+			t.Fatalf("task %d: %v, %v (want %d)", i, v, err, want)
+		}
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if started.Load() != deferred.Load() {
+		t.Fatalf("%d functions started, %d deferred calls ran", started.Load(), deferred.Load())
+	}
+	checkNoLeak(t, base)
+}
