@@ -130,7 +130,7 @@ func OrElse[T any, F Future[Result[T]]](f Future[Result[T]], fn func(error) F) F
 type Step[S, T any] struct {
 	State S    // the next iteration's state (when !Done)
 	Value T    // the loop's value (when Done)
-	Done   bool // stop the loop
+	Done  bool // stop the loop
 }
 
 // Continue returns a Step that runs the loop again with state s. Give T explicitly:
