@@ -1,6 +1,10 @@
 package blitzio
 
-import "sync"
+import (
+	"log"
+	"runtime/debug"
+	"sync"
+)
 
 // JoinHandle is the handle of a spawned task. It is a Future[Result[T]], so another task
 // can await it; Wait blocks a plain goroutine until the task finishes. A JoinHandle is a
@@ -42,7 +46,9 @@ func panicDetached(op string) {
 // several awaiters (tasks, goroutines in Wait, children of a combinator) may poll copies
 // of one handle. A waiter that goes away (an aborted task, a dropped select) costs
 // nothing but its entry until the task finishes; entries of waiters known to be gone
-// (finished tasks) are pruned as new ones arrive.
+// (finished tasks) are pruned as new ones arrive. A waiter's Waker that panics when the
+// task completes (a WakerFunc of a hand-written adapter) does not stop the others from
+// being woken: its panic is written to the standard logger.
 func (h JoinHandle[T]) Poll(cx *Context) (Result[T], bool) { return h.poll(cx, "Poll") }
 
 func (h JoinHandle[T]) poll(cx *Context, op string) (Result[T], bool) {
@@ -261,9 +267,55 @@ func (j *joinWaiters) wake(cx *Context) {
 	ws := j.ws
 	j.ws, j.index = nil, nil
 	j.mu.Unlock()
-	for _, w := range ws {
-		w.WakeFrom(cx)
+	wakeEach(ws, cx)
+}
+
+// wakeJoinWaker calls the join waker of a completing task (one waiter's waker, or the
+// *joinWaiters list). A waiter's waker is user code when the handle is polled by a
+// hand-written adapter (WakerFunc): if it panics, the panic must not escape into the
+// completer (a worker, which would crash the process; Abort; the shutdown), so it is
+// recovered and logged, as the timers do with a waker's panic.
+func wakeJoinWaker(w Waker, cx *Context) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		if r := recover(); r != nil {
+			reportJoinWakerPanic(r)
+		}
+		// Otherwise runtime.Goexit: it cannot be stopped. The task is complete already,
+		// and a worker goroutine that exits is replaced (worker.replace).
+	}()
+	w.WakeFrom(cx)
+	returned = true
+}
+
+// wakeEach wakes every waker in ws, even when some panic or call runtime.Goexit: a
+// waiter skipped here would never be woken again, since the task has completed. Panics
+// are recovered and logged; a Goexit goes on after the rest are woken (from the deferred
+// call, which runs while the goroutine unwinds).
+func wakeEach(ws []Waker, cx *Context) {
+	i := 0
+	defer func() {
+		if i >= len(ws) {
+			return
+		}
+		if r := recover(); r != nil {
+			reportJoinWakerPanic(r)
+		}
+		wakeEach(ws[i+1:], cx)
+	}()
+	for ; i < len(ws); i++ {
+		ws[i].WakeFrom(cx)
 	}
+}
+
+// reportJoinWakerPanic makes a waiter's waker's panic visible where it cannot be
+// re-raised to the code responsible: it is written, with its stack, to the standard
+// logger, and the runtime carries on.
+func reportJoinWakerPanic(r any) {
+	log.Printf("blitzio: a Waker panicked when the task it waited for completed (every other waiter was woken): %v\n%s", r, debug.Stack())
 }
 
 // waiterGone reports that a task awaiting a JoinHandle is gone: a completed task ignores

@@ -3,7 +3,10 @@ package blitzio
 import (
 	"errors"
 	"fmt"
+	"log"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -28,5 +31,103 @@ func TestHostileCloseInTaskLeavesRuntimeRunning(t *testing.T) {
 	case <-rt.done:
 		t.Fatal("the runtime's shutdown started")
 	case <-time.After(time.Millisecond):
+	}
+}
+
+// A waker that panics when the task it waits for completes (a hand-written adapter
+// polling a JoinHandle with a WakerFunc) used to kill the process: the panic escaped
+// the completing worker. And the waiters after it in the handle's list were never woken.
+// Now every waiter is woken, the panic is logged, and the runtime carries on.
+func TestHostileJoinWakerPanics(t *testing.T) {
+	for _, waiters := range []int{1, 3} {
+		rt := newRT(t, Config{Workers: 1})
+		tr := &trigger{}
+		h := Spawn(rt, tr.future(9))
+		// The panicking waker first, then others that record their wake-up.
+		woke := make(chan int, waiters)
+		cx := NewContext(nil, WakerFunc(func() { panic("waker-boom") }))
+		if _, ok := h.Poll(cx); ok {
+			t.Fatal("ready before the trigger")
+		}
+		for i := 1; i < waiters; i++ {
+			if _, ok := h.Poll(NewContext(nil, WakerFunc(func() { woke <- i }))); ok {
+				t.Fatal("ready before the trigger")
+			}
+		}
+		restore := captureLog(t)
+		tr.fire()
+		for i := 1; i < waiters; i++ {
+			select {
+			case <-woke:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%d waiters: a waiter after the panicking one was never woken", waiters)
+			}
+		}
+		if v, err := waitHandle(t, Spawn(rt, Lazy(func() int { return 1 }))); v != 1 || err != nil {
+			t.Fatalf("after a waker panic the runtime does not run tasks: %v, %v", v, err)
+		}
+		if logged := restore(); !strings.Contains(logged, "waker-boom") {
+			t.Errorf("the waker's panic was not reported; log: %q", logged)
+		}
+	}
+}
+
+// A waker that calls runtime.Goexit when woken by a completing task: the worker is
+// replaced, and the other waiters are still woken.
+func TestHostileJoinWakerGoexit(t *testing.T) {
+	rt := newRT(t, Config{Workers: 1})
+	tr := &trigger{}
+	h := Spawn(rt, tr.future(9))
+	if _, ok := h.Poll(NewContext(nil, WakerFunc(func() { runtime.Goexit() }))); ok {
+		t.Fatal("ready before the trigger")
+	}
+	woke := make(chan struct{}, 1)
+	if _, ok := h.Poll(NewContext(nil, WakerFunc(func() { woke <- struct{}{} }))); ok {
+		t.Fatal("ready before the trigger")
+	}
+	tr.fire()
+	select {
+	case <-woke:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter after a waker that called Goexit was never woken")
+	}
+	if v, err := waitHandle(t, Spawn(rt, Lazy(func() int { return 1 }))); v != 1 || err != nil {
+		t.Fatalf("after a waker's Goexit: %v, %v", v, err)
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// captureLog sends the standard logger's output to a buffer until the returned function
+// is called; that function restores the output and returns what was logged. It waits
+// a little for output written by runtime goroutines.
+func captureLog(t *testing.T) func() string {
+	b := &syncBuffer{}
+	prev := log.Writer()
+	log.SetOutput(b)
+	return func() string {
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			b.mu.Lock()
+			n := b.buf.Len()
+			b.mu.Unlock()
+			if n > 0 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		log.SetOutput(prev)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.buf.String()
 	}
 }

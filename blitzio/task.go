@@ -208,7 +208,7 @@ func (h *header) finish(cx *Context) {
 		// Wake the waiters even if the handle was detached meanwhile: one that blocked
 		// before another copy's Detach would otherwise sleep forever; woken, it sees the
 		// detachment and panics (JoinHandle.Poll).
-		h.joinWaker.WakeFrom(cx)
+		wakeJoinWaker(h.joinWaker, cx)
 	}
 }
 
