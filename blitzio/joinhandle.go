@@ -45,8 +45,11 @@ func panicDetached(op string) {
 // Every distinct waker a pending Poll is given is woken when the task finishes, so
 // several awaiters (tasks, goroutines in Wait, children of a combinator) may poll copies
 // of one handle. A waiter that goes away (an aborted task, a dropped select) costs
-// nothing but its entry until the task finishes; entries of waiters known to be gone
-// (finished tasks) are pruned as new ones arrive. A waiter's Waker that panics when the
+// nothing but its entry, and the entries stay bounded by the number of live waiters:
+// those of waiters known to be gone (finished tasks) are pruned as new ones arrive, and
+// when the list is still long every waiter is woken once and the live ones re-register
+// (a spurious wake-up, which futures tolerate), so a select over the handle in a loop
+// does not accumulate one entry per iteration. A waiter's Waker that panics when the
 // task completes (a WakerFunc of a hand-written adapter) does not stop the others from
 // being woken: its panic is written to the standard logger.
 func (h JoinHandle[T]) Poll(cx *Context) (Result[T], bool) { return h.poll(cx, "Poll") }
@@ -193,6 +196,17 @@ func (h JoinHandle[T]) Detach() {
 // joinWaiters is the list of wakers of a task awaited by more than one waiter. It is
 // itself the wake target stored in joinWaker, so the completer's single wake reaches
 // every waiter.
+//
+// The list must not grow with waiters that went away. Those known to be gone (finished
+// tasks, returned BlockOn calls) are pruned. Others cannot tell: a select or a join
+// polled in a loop registers a new child waker on every iteration, and the old ones
+// belong to combinators that have finished or been dropped. So when the list reaches
+// its limit and pruning does not halve it, every entry is woken (a spurious wake-up,
+// which every future tolerates: a live waiter polls again and re-registers, a dead one
+// ignores it) and the list starts afresh. The limit follows the number of live waiters
+// seen re-registering after the previous such wake-up, so a handle awaited by many live
+// waiters wakes them O(log n) times in all, and a loop of selects keeps the list at a
+// few dozen entries.
 type joinWaiters struct {
 	mu     sync.Mutex
 	closed bool // the task completed: every waiter has been woken
@@ -201,34 +215,61 @@ type joinWaiters struct {
 	// cost O(n) in all, not O(n^2).
 	index map[wakeTarget]struct{}
 	// pruneAt is the length at which add next drops the entries of waiters known to be
-	// gone; it doubles, so pruning costs O(1) per add amortised.
+	// gone, or wakes the list (see above).
 	pruneAt int
+	// flushed holds the targets woken by the last flush that have not re-registered
+	// since; relive counts those that have (live waiters).
+	flushed map[wakeTarget]struct{}
+	relive  int
 }
 
-// joinIndexAt is the list length from which joinWaiters keeps a map index.
-const joinIndexAt = 16
+// joinIndexAt is the list length from which joinWaiters keeps a map index; joinMinPrune
+// is the smallest pruning limit.
+const (
+	joinIndexAt  = 16
+	joinMinPrune = 2 * joinIndexAt
+)
 
 // add records w; it returns false if the task has already completed.
 func (j *joinWaiters) add(w Waker) bool {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if j.closed {
+		j.mu.Unlock()
 		return false
 	}
 	if j.index != nil {
 		if _, ok := j.index[w.t]; ok {
+			j.mu.Unlock()
 			return true
 		}
 	} else {
 		for _, x := range j.ws {
 			if x.WillWake(w) {
+				j.mu.Unlock()
 				return true
 			}
 		}
 	}
+	if _, ok := j.flushed[w.t]; ok {
+		delete(j.flushed, w.t)
+		j.relive++
+	}
+	var flush []Waker
 	if len(j.ws) >= j.pruneAt {
 		j.prune()
-		j.pruneAt = max(2*len(j.ws), 2*joinIndexAt)
+		if len(j.ws) >= j.pruneAt/2 && j.pruneAt >= joinMinPrune {
+			// Mostly entries of unknown liveness: wake them all and start afresh.
+			flush = j.ws
+			j.flushed = make(map[wakeTarget]struct{}, len(flush))
+			for _, x := range flush {
+				j.flushed[x.t] = struct{}{}
+			}
+			j.pruneAt = max(2*j.relive, joinMinPrune)
+			j.relive = 0
+			j.ws, j.index = nil, nil
+		} else {
+			j.pruneAt = max(2*len(j.ws), joinMinPrune)
+		}
 	}
 	j.ws = append(j.ws, w)
 	if j.index != nil {
@@ -239,12 +280,14 @@ func (j *joinWaiters) add(w Waker) bool {
 			j.index[x.t] = struct{}{}
 		}
 	}
+	j.mu.Unlock()
+	// Outside the lock: a waker may poll the handle again (and so call add).
+	wakeEach(flush, nil)
 	return true
 }
 
 // prune drops the wakers of waiters that are gone (j.mu held): a waiter that is gone
-// would ignore the wake-up anyway, so the list stays as long as the live waiters, not as
-// long as every waiter there ever was.
+// would ignore the wake-up anyway.
 func (j *joinWaiters) prune() {
 	live := j.ws[:0]
 	for _, w := range j.ws {
@@ -265,7 +308,7 @@ func (j *joinWaiters) wake(cx *Context) {
 	j.mu.Lock()
 	j.closed = true
 	ws := j.ws
-	j.ws, j.index = nil, nil
+	j.ws, j.index, j.flushed = nil, nil, nil
 	j.mu.Unlock()
 	wakeEach(ws, cx)
 }

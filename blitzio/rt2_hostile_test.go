@@ -131,3 +131,69 @@ func captureLog(t *testing.T) func() string {
 		return b.buf.String()
 	}
 }
+
+// A task that selects over a JoinHandle and something else in a loop (a handle against a
+// ticker, say) registered a new combinator child waker on the handle at every
+// iteration, and the handle kept them all until the task finished: memory grew with the
+// number of iterations (20,000 entries after 20,000 selects). Meanwhile live waiters
+// (tasks and goroutines) must all still get the result.
+func TestHostileJoinWaitersBoundedUnderSelectLoop(t *testing.T) {
+	rt := newRT(t, Config{Workers: 2})
+	tr := &trigger{}
+	h := Spawn(rt, tr.future(7))
+	// Live waiters: tasks, goroutines in Wait, and JoinAll(h, h).
+	var live []JoinHandle[Result[int]]
+	for range 100 {
+		live = append(live, Spawn(rt, h))
+	}
+	both := Spawn(rt, JoinAll[Result[int]](h, h))
+	waits := make(chan int, 10)
+	for range 10 {
+		go func() { v, _ := h.Wait(); waits <- v }()
+	}
+	const iters = 20000
+	i := 0
+	var sel Future[Selected[Result[int]]]
+	loop := Spawn(rt, PollFn(func(cx *Context) (int, bool) {
+		for i < iters {
+			if sel == nil {
+				sel = SelectN(h, Map(YieldNow(), func(struct{}) Result[int] { return Result[int]{Value: -1} }))
+			}
+			r, ok := sel.Poll(cx)
+			if !ok {
+				return 0, false
+			}
+			sel = nil
+			if r.Index == 0 {
+				return -1, true // h finished early: impossible here
+			}
+			i++
+		}
+		return i, true
+	}))
+	if n, err := waitHandle(t, loop); n != iters || err != nil {
+		t.Fatalf("select loop: %d, %v", n, err)
+	}
+	if n := joinWaiterCount(h); n > 400 {
+		t.Errorf("%d wakers registered on the handle after %d selects with 112 live waiters: the list grows with the iterations", n, iters)
+	}
+	tr.fire()
+	for k, l := range live {
+		if r, err := waitHandle(t, l); err != nil || r.Value != 7 {
+			t.Fatalf("live waiter %d: %+v, %v", k, r, err)
+		}
+	}
+	if rs, err := waitHandle(t, both); err != nil || len(rs) != 2 || rs[0].Value != 7 || rs[1].Value != 7 {
+		t.Fatalf("JoinAll(h, h): %+v, %v", rs, err)
+	}
+	for range 10 {
+		select {
+		case v := <-waits:
+			if v != 7 {
+				t.Fatalf("Wait: %d", v)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a goroutine in Wait was never woken")
+		}
+	}
+}
