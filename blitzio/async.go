@@ -3,6 +3,7 @@ package blitzio
 import (
 	"iter"
 	"runtime/debug"
+	"sync/atomic"
 )
 
 // Co is the handle an Async function receives: what Await needs to suspend it. It is
@@ -15,6 +16,12 @@ type Co struct {
 	// panicked holds the *PanicError of a panic that escaped the function, with the stack
 	// of the coroutine's goroutine at the panic (the poller re-raises it).
 	panicked *PanicError
+	// unwinding is set by Drop before it resumes the function to unwind it.
+	unwinding bool
+	// active is true while a poll (or Drop) has switched to the function. Atomic only so
+	// that Await called by another goroutine while the function is suspended (a misuse)
+	// is told clearly instead of racing on cx.
+	active atomic.Bool
 }
 
 // errAsyncCancelled is the panic value with which Await unwinds an Async function whose
@@ -55,7 +62,11 @@ func Await[T any](co *Co, f Future[T]) T {
 		panic("blitzio: Await called with a nil future")
 	}
 	for {
-		if co.cx == nil {
+		if !co.active.Load() {
+			panic("blitzio: Await called outside its running Async function (after it returned, " +
+				"or from another goroutine)")
+		}
+		if co.unwinding {
 			// Dropped: the function is being unwound (a deferred call awaiting).
 			Drop(f)
 			panic(errAsyncCancelled)
@@ -132,7 +143,9 @@ func (a *asyncFuture[T]) Poll(cx *Context) (T, bool) {
 		a.state = asyncSuspended
 	}
 	a.co.cx = cx
+	a.co.active.Store(true)
 	_, more := a.next()
+	a.co.active.Store(false)
 	a.co.cx = nil
 	if more {
 		return zero, false
@@ -198,7 +211,10 @@ func (a *asyncFuture[T]) Drop() {
 	stop := a.stop
 	a.next, a.stop, a.fn = nil, nil, nil
 	a.co.cx = nil
+	a.co.unwinding = true
+	a.co.active.Store(true)
 	stop()
+	a.co.active.Store(false)
 	if p := a.co.panicked; p != nil {
 		a.co.panicked = nil
 		cp := *p // a copy: the value may be shared (a re-raised handle error)

@@ -224,3 +224,29 @@ func TestAsyncStressRandomAborts(t *testing.T) {
 	}
 	checkNoLeak(t, base)
 }
+
+// Await with a *Co kept past its function's return, or used from another goroutine
+// while the function is suspended: a clear panic, not a corrupted coroutine.
+func TestAsyncAwaitOutsideFunction(t *testing.T) {
+	rt := newRT(t, Config{Workers: 1})
+	var kept *Co
+	if _, err := waitHandle(t, Spawn(rt, Async(func(co *Co) int { kept = co; return 1 }))); err != nil {
+		t.Fatal(err)
+	}
+	mustPanicWith(t, "Await after return", func() { Await(kept, Ready(1)) }, "Await", "outside")
+	gate := make(chan *Co)
+	release := &trigger{}
+	h := Spawn(rt, Async(func(co *Co) int {
+		gate <- co
+		return Await(co, release.future(2))
+	}))
+	co := <-gate
+	waitFor(t, "suspended", func() bool { release.mu.Lock(); defer release.mu.Unlock(); return len(release.ws) > 0 })
+	mustPanicWith(t, "Await from another goroutine", func() { Await(co, Ready(1)) }, "Await", "outside")
+	release.fire()
+	if v, err := waitHandle(t, h); v != 2 || err != nil {
+		t.Fatalf("the function after the misuse: %v, %v", v, err)
+	}
+	mustPanicWith(t, "Await(nil Co)", func() { Await(nil, Ready(1)) }, "Await", "nil")
+	mustPanicWith(t, "Async(nil)", func() { Async[int](nil) }, "Async", "nil")
+}

@@ -197,3 +197,57 @@ func TestHostileJoinWaitersBoundedUnderSelectLoop(t *testing.T) {
 		}
 	}
 }
+
+// Probes of the merged fixes that held (kept as tests): several blocking jobs closing
+// their runtime at once, and an Async function whose deferred call exits the goroutine
+// while it is unwound by Abort or by the shutdown.
+func TestHostileSeveralBlockingJobsClose(t *testing.T) {
+	for round := range 20 {
+		rt, _ := New(Config{Workers: 1})
+		hs := []JoinHandle[error]{}
+		for range 3 {
+			hs = append(hs, SpawnBlocking(rt, func() error { time.Sleep(time.Millisecond); return rt.Close() }))
+		}
+		done := make(chan struct{})
+		go func() {
+			for _, h := range hs {
+				h.Wait()
+			}
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			t.Fatalf("round %d: blocking jobs closing the runtime hung\n%s", round, buf[:n])
+		}
+		closeWithin(t, rt)
+	}
+}
+
+func TestHostileAsyncGoexitInDeferredCallOnAbort(t *testing.T) {
+	for _, viaShutdown := range []bool{false, true} {
+		rt, _ := New(Config{Workers: 1})
+		h := Spawn(rt, Async(func(co *Co) int {
+			defer runtime.Goexit()
+			return Await(co, Pending[int]())
+		}))
+		time.Sleep(2 * time.Millisecond)
+		if viaShutdown {
+			closeWithin(t, rt)
+		} else {
+			h.Abort()
+		}
+		_, err := waitHandle(t, h)
+		if !errors.Is(err, ErrCancelled) || !errors.Is(err, ErrGoexit) {
+			t.Errorf("shutdown=%v: %v", viaShutdown, err)
+		}
+		if !viaShutdown {
+			if v, err := waitHandle(t, Spawn(rt, Ready(1))); v != 1 || err != nil {
+				t.Errorf("after: %v %v", v, err)
+			}
+			closeWithin(t, rt)
+		}
+	}
+}
