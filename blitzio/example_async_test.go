@@ -180,6 +180,7 @@ func ExampleAsync_lineProtocol() {
 		conn.feed("PING", "ECHO hello world")
 		time.Sleep(time.Millisecond) // the handler waits for more input meanwhile
 		conn.feed("FROB", "QUIT", "PING")
+		conn.closeInput()
 	}()
 	err, _ := h.Wait()
 	fmt.Println(strings.Join(conn.out, " | "), err)

@@ -65,6 +65,8 @@ func TestMisuseNilArguments(t *testing.T) {
 	mustPanicWith(t, "SpawnBlocking(nil, f)", func() { SpawnBlocking(nil, func() int { return 1 }) }, "SpawnBlocking", "nil")
 	mustPanicWith(t, "BlockOn(nil, f)", func() { _, _ = BlockOn(nil, Ready(1)) }, "BlockOn", "nil")
 	mustPanicWith(t, "BlockOn(rt, nil)", func() { _, _ = BlockOn(rt, nilFut) }, "BlockOn", "nil")
+	//lint:ignore SA1012 a nil context is the misuse under test
+	mustPanicWith(t, "Shutdown(nil)", func() { _ = rt.Shutdown(nil) }, "Shutdown", "nil")
 	// The runtime is still fine afterwards.
 	if v, err := waitHandle(t, Spawn(rt, Ready(7))); v != 7 || err != nil {
 		t.Fatalf("after misuse: got %v, %v", v, err)
