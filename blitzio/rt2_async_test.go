@@ -40,8 +40,9 @@ func TestAsyncCancellationUnwinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var defers, polls, drops atomic.Int64
+	var defers, polls, drops, started atomic.Int64
 	body := func(co *Co) int {
+		started.Add(1)
 		defer defers.Add(1)
 		Await(co, Future[int](dropFuture{&polls, &drops}))
 		t.Error("resumed after cancellation")
@@ -75,7 +76,9 @@ func TestAsyncCancellationUnwinds(t *testing.T) {
 			return body(co)
 		})).Detach()
 	}
-	waitFor(t, "tasks polled", func() bool { return polls.Load() >= 12 })
+	// Wait until every function has started and suspended in its Await (polled): a
+	// task dropped before its first poll never runs its function, so has no defers.
+	waitFor(t, "functions suspended", func() bool { return started.Load() == 12 })
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
