@@ -58,6 +58,8 @@ func TestMisuseNilArguments(t *testing.T) {
 	mustPanicWith(t, "Spawn(rt, nil Future)", func() { Spawn(rt, nilFut) }, "Spawn", "nil")
 	mustPanicWith(t, "Spawn(rt, nil *SleepFuture)", func() { Spawn(rt, (*SleepFuture)(nil)) }, "Spawn", "nil")
 	mustPanicWith(t, "Spawn(rt, nil PollFunc)", func() { Spawn(rt, PollFunc[int](nil)) }, "Spawn", "nil")
+	mustPanicWith(t, "Spawn(rt, Future holding a nil *SleepFuture)", func() { Spawn(rt, Future[struct{}]((*SleepFuture)(nil))) }, "Spawn", "nil")
+	mustPanicWith(t, "Spawn(rt, Future holding a nil PollFunc)", func() { Spawn(rt, Future[int](PollFunc[int](nil))) }, "Spawn", "nil")
 	mustPanicWith(t, "SpawnBlocking(rt, nil)", func() { SpawnBlocking[int](rt, nil) }, "SpawnBlocking", "nil")
 	mustPanicWith(t, "Spawn(nil, f)", func() { Spawn(nil, Ready(1)) }, "Spawn", "nil")
 	mustPanicWith(t, "Spawn((*Runtime)(nil), f)", func() { Spawn((*Runtime)(nil), Ready(1)) }, "Spawn", "nil")

@@ -276,15 +276,20 @@ func spawnTargetOf(op string, s Spawner) (*Runtime, *Context) {
 	return s.spawnTarget()
 }
 
-// isNilFuture reports whether f is a nil interface, pointer or function: a future that
-// would panic with a nil dereference on its first poll, on a worker, far from the
-// mistake. The kind test is a constant per instantiation, so the check costs a load.
+// isNilFuture reports whether f is nil: a nil interface, pointer or function, or an
+// interface holding a nil pointer or function. Such a future would panic with a nil
+// dereference on its first poll, on a worker, far from the mistake.
 func isNilFuture[F any](f F) bool {
 	switch reflect.TypeFor[F]().Kind() {
-	case reflect.Interface, reflect.Pointer, reflect.Func, reflect.UnsafePointer, reflect.Map, reflect.Chan:
-		// Each of these is (or, for an interface, starts with) one pointer word that is
-		// nil exactly when the value is nil.
+	case reflect.Pointer, reflect.Func, reflect.UnsafePointer, reflect.Map, reflect.Chan:
+		// One pointer word, nil exactly when the value is nil.
 		return *(*unsafe.Pointer)(unsafe.Pointer(&f)) == nil
+	case reflect.Interface:
+		// Two words: the type (nil for a nil interface) and the data, which is nil only
+		// when the dynamic value is a nil pointer-shaped value (a non-pointer value is
+		// stored behind a pointer, never nil).
+		w := (*[2]unsafe.Pointer)(unsafe.Pointer(&f))
+		return w[0] == nil || w[1] == nil
 	}
 	return false
 }
@@ -294,8 +299,9 @@ func isNilFuture[F any](f F) bool {
 // runtime the task is dropped at once and its handle reports ErrCancelled.
 //
 // Spawn panics, naming the argument, if s is nil (a nil interface, *Runtime or *Context)
-// or f is nil (a nil interface, pointer or function): such a task could only fail later,
-// on a worker, with a nil dereference.
+// or f is nil (a nil interface, pointer or function, or an interface holding a nil
+// pointer or function): such a task could only fail later, on a worker, with a nil
+// dereference.
 func Spawn[F Future[T], T any](s Spawner, f F) JoinHandle[T] {
 	if isNilFuture(f) {
 		panic("blitzio: Spawn called with a nil future")
