@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -252,4 +253,35 @@ func TestAsyncAwaitOutsideFunction(t *testing.T) {
 	}
 	mustPanicWith(t, "Await(nil Co)", func() { Await(nil, Ready(1)) }, "Await", "nil")
 	mustPanicWith(t, "Async(nil)", func() { Async[int](nil) }, "Async", "nil")
+}
+
+// An Async function awaiting another: aborting the outer task unwinds both, innermost
+// first, and a select inside the inner function drops its arms.
+func TestAsyncNestedCancellation(t *testing.T) {
+	rt := newRT(t, Config{Workers: 1})
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	var polls, drops atomic.Int64
+	h := Spawn(rt, Async(func(co *Co) int {
+		defer note("outer")
+		return Await(co, Async(func(co *Co) int {
+			defer note("inner")
+			r := Await(co, Select2[int, struct{}](dropFuture{&polls, &drops}, Sleep(time.Hour)))
+			return r.V1
+		}))
+	}))
+	waitFor(t, "inner suspended", func() bool { return polls.Load() > 0 })
+	h.Abort()
+	if _, err := waitHandle(t, h); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("got %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(order) != "[inner outer]" || drops.Load() != 1 {
+		t.Fatalf("deferred calls ran as %v, %d arms dropped; want [inner outer], 1", order, drops.Load())
+	}
+	if n := rt.timerCount(); n != 0 {
+		t.Fatalf("%d timers left registered: the select's sleep was not dropped", n)
+	}
 }
