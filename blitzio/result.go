@@ -1,6 +1,9 @@
 package blitzio
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+)
 
 // Helpers for futures of Result values and for state machines, so that asynchronous code
 // is written by composing futures instead of by hand-written PollFn state machines.
@@ -46,6 +49,9 @@ func (t *andThenF[A, B, FB]) Poll(cx *Context) (B, bool) {
 		fn := t.fn
 		t.fn = nil
 		t.second, t.started = fn(a), true // started first: a panicking fn is not called again
+		if isNilFuture(t.second) {
+			panic("blitzio: the function given to AndThenF, Then or OrElse returned a nil future")
+		}
 	}
 	v, ok := t.second.Poll(cx)
 	if ok {
@@ -169,6 +175,10 @@ func (l *loopFuture[S, T, F]) Poll(cx *Context) (T, bool) {
 	for !l.done {
 		if !l.has {
 			l.cur, l.has = l.step(l.state), true
+			if isNilFuture(l.cur) {
+				l.has = false
+				panic("blitzio: the step function given to Loop returned a nil future")
+			}
 		}
 		st, ok := l.cur.Poll(cx)
 		if !ok {
@@ -327,6 +337,10 @@ func (m *mapLimit[T, R, F]) Poll(cx *Context) ([]R, bool) {
 		s := &m.slots[i]
 		s.fut, s.item, s.busy = m.fn(m.items[m.next]), m.next, true
 		m.next++
+		if isNilFuture(s.fut) {
+			s.busy = false
+			panic(fmt.Sprintf("blitzio: the function given to MapLimit returned a nil future for item %d", s.item))
+		}
 		if cx.budgetSpent() {
 			sh.push(i)
 			cx.waker = saved

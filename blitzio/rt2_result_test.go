@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -149,4 +150,23 @@ func TestMapLimit(t *testing.T) {
 		}
 	}
 	mustPanicWith(t, "MapLimit(limit 0)", func() { MapLimit([]int{1}, 0, func(int) Future[int] { return Ready(1) }) }, "MapLimit", "limit")
+}
+
+// Callbacks that return a nil future: a panic naming the helper, reported on the task's
+// handle, not a nil dereference.
+func TestResultHelpersNilFutures(t *testing.T) {
+	rt := newRT(t, Config{Workers: 1})
+	for name, f := range map[string]Future[Result[int]]{
+		"Then":   Then(okF(1), func(int) Future[Result[int]] { return nil }),
+		"OrElse": OrElse(errF[int](), func(error) Future[Result[int]] { return nil }),
+		"Loop":   Loop(0, func(int) Future[Step[int, Result[int]]] { return nil }),
+		"MapLimit": Map(MapLimit([]int{1}, 1, func(int) *SleepFuture { return nil }),
+			func([]struct{}) Result[int] { return Result[int]{} }),
+	} {
+		_, err := waitHandle(t, Spawn(rt, f))
+		var pe *PanicError
+		if !errors.As(err, &pe) || !strings.Contains(fmt.Sprint(pe.Value), "nil future") {
+			t.Errorf("%s: %v, want a panic naming the nil future", name, err)
+		}
+	}
 }
