@@ -569,7 +569,8 @@ func pollCatch[T any](f Future[T], cx *Context) (v T, ok bool, err error) {
 // start a runtime from within a runtime"): with one worker, or enough such calls, the
 // runtime deadlocks. BlockOn and JoinHandle.Wait detect a call on a worker goroutine of
 // any blitzio runtime (from a task's Poll, a future's Drop, or a waker the worker runs,
-// however deeply nested) and panic with "blitzio: cannot block from within a runtime";
+// however deeply nested), and a call inside an Async function (whose goroutine the
+// poller is suspended on), and panic with "blitzio: cannot block from within a runtime";
 // so does Wait called by a Drop that a runtime's shutdown runs, on a task of that
 // runtime that is not finished (the shutdown would have to drop it first).
 // Go has no goroutine-local storage, so the check looks for the worker's frame at the
