@@ -18,7 +18,8 @@ import (
 // wins: it stores the value and wakes the awaiting task; later calls (and calls racing
 // with it) do nothing and return false, so several producers may race to answer and
 // exactly one does. Completing after the receiving future was dropped (its task aborted,
-// a select lost) is fine: the value is discarded.
+// a select lost) is fine: the value is kept until the Completion and its future are
+// garbage.
 //
 // A Completion that is never completed leaves its future pending forever, like a
 // channel nobody sends on: a producer that can fail should complete with a Result (or
@@ -67,9 +68,7 @@ func (c *Completion[T]) Complete(v T) bool {
 		return false
 	}
 	s.mu.Lock()
-	if !s.closed.Load() {
-		s.v = v
-	}
+	s.v = v
 	ws := s.ws
 	s.ws = nil
 	s.done.Store(true)
@@ -85,8 +84,8 @@ func (c *Completion[T]) Complete(v T) bool {
 func (c *Completion[T]) IsCompleted() bool { return c.s.won.Load() }
 
 // Closed reports whether the receiving future was dropped (its task aborted or dropped by
-// a shutdown, the losing arm of a select): a producer may check it to skip work whose
-// result nobody will read.
+// a shutdown, the losing arm of a select) and not polled since: a producer may check it
+// to skip work whose result nobody will read.
 func (c *Completion[T]) Closed() bool { return c.s.closed.Load() }
 
 // Poll is ready with the completed value.
@@ -109,6 +108,9 @@ func (f *CompletionFuture[T]) Poll(cx *Context) (T, bool) {
 			if !found {
 				s.ws = append(s.ws, w)
 			}
+			// Polled again after a Drop (a select over the future in a loop drops it
+			// each time another arm wins): somebody is waiting after all.
+			s.closed.Store(false)
 			s.mu.Unlock()
 			return zero, false
 		}
@@ -123,9 +125,10 @@ func (f *CompletionFuture[T]) Poll(cx *Context) (T, bool) {
 // IsCompleted reports whether the value is there (a poll would be ready).
 func (f *CompletionFuture[T]) IsCompleted() bool { return f.s.done.Load() }
 
-// Drop tells the producer that the value will not be read (Completion.Closed): a value
-// completed afterwards is not stored. Drop forgets the registered wakers and is
-// idempotent.
+// Drop tells the producer that the value will probably not be read (Completion.Closed)
+// and forgets the registered wakers. It is idempotent. Unlike most futures, a
+// CompletionFuture may be polled again after Drop (a select over it in a loop drops it
+// each time another arm wins): the value is kept, and the poll clears Closed.
 func (f *CompletionFuture[T]) Drop() {
 	s := f.s
 	s.mu.Lock()

@@ -149,3 +149,35 @@ func TestCompletionReceiverDropped(t *testing.T) {
 		t.Fatal("Complete after the receiver was dropped: want true (it is the first call)")
 	}
 }
+
+// A select over a CompletionFuture and another arm, in a loop: the select drops the
+// future each time the other arm wins, and the loop polls it again. The value completed
+// meanwhile (after a Drop) must still arrive.
+func TestCompletionSelectLoop(t *testing.T) {
+	rt := newRT(t, Config{Workers: 2})
+	c, fut := NewCompletion[int]()
+	var iters atomic.Int64
+	var sel Future[Selected2[int, struct{}]]
+	h := Spawn(rt, PollFn(func(cx *Context) (int, bool) {
+		for {
+			if sel == nil {
+				sel = Select2[int, struct{}](fut, YieldNow())
+			}
+			r, ok := sel.Poll(cx)
+			if !ok {
+				return 0, false
+			}
+			sel = nil
+			if r.Index == 0 {
+				return r.V1, true
+			}
+			iters.Add(1)
+		}
+	}))
+	waitFor(t, "a few iterations", func() bool { return iters.Load() > 10 })
+	waitFor(t, "the future dropped by a select", c.Closed)
+	c.Complete(77)
+	if v, err := waitHandle(t, h); v != 77 || err != nil {
+		t.Fatalf("got %v, %v", v, err)
+	}
+}
