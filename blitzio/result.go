@@ -32,10 +32,18 @@ type andThenF[A, B any, FB Future[B]] struct {
 	second  FB
 	started bool // second holds fn's future
 	done    bool
+	dropped bool
 	out     B
 }
 
+// errPolledAfterDrop is the panic of a composed future of this file polled after its
+// Drop: its children are gone, so it could only hang or return a wrong value.
+const errPolledAfterDrop = "blitzio: future polled after Drop (a dropped future must not be polled again)"
+
 func (t *andThenF[A, B, FB]) Poll(cx *Context) (B, bool) {
+	if t.dropped {
+		panic(errPolledAfterDrop)
+	}
 	if t.done {
 		return t.out, true
 	}
@@ -62,13 +70,15 @@ func (t *andThenF[A, B, FB]) Poll(cx *Context) (B, bool) {
 }
 
 func (t *andThenF[A, B, FB]) Drop() {
-	switch {
-	case t.done:
-	case t.started:
+	if t.done || t.dropped {
+		return // finished futures may be polled again; they hold nothing
+	}
+	t.dropped = true
+	if t.started {
 		Drop(t.second)
 		var zero FB
-		t.second, t.done = zero, true
-	case t.first != nil:
+		t.second = zero
+	} else if t.first != nil {
 		Drop(t.first)
 		t.first = nil
 	}
@@ -162,15 +172,19 @@ func Loop[S, T any, F Future[Step[S, T]]](init S, step func(S) F) Future[T] {
 }
 
 type loopFuture[S, T any, F Future[Step[S, T]]] struct {
-	state S
-	step  func(S) F
-	cur   F
-	has   bool // cur is the running iteration
-	done  bool
-	out   T
+	state   S
+	step    func(S) F
+	cur     F
+	has     bool // cur is the running iteration
+	done    bool
+	dropped bool
+	out     T
 }
 
 func (l *loopFuture[S, T, F]) Poll(cx *Context) (T, bool) {
+	if l.dropped {
+		panic(errPolledAfterDrop)
+	}
 	var zero T
 	for !l.done {
 		if !l.has {
@@ -202,12 +216,15 @@ func (l *loopFuture[S, T, F]) Poll(cx *Context) (T, bool) {
 }
 
 func (l *loopFuture[S, T, F]) Drop() {
+	if l.done || l.dropped {
+		return
+	}
+	l.dropped = true
 	if l.has {
 		Drop(l.cur)
 		var zf F
 		l.cur, l.has = zf, false
 	}
-	l.done = true
 }
 
 // MapLimit applies fn to every item and runs the resulting futures concurrently, at most
@@ -232,17 +249,18 @@ func MapLimit[T, R any, F Future[R]](items []T, limit int, fn func(T) F) Future[
 }
 
 type mapLimit[T, R any, F Future[R]] struct {
-	items []T
-	limit int
-	fn    func(T) F
-	next  int // the next item to start
-	left  int // items not yet finished
-	slots []limitSlot[F]
-	free  []int32 // free slot indices
-	sh    *limitShared
-	batch []int32
-	out   []R
-	done  bool
+	items   []T
+	limit   int
+	fn      func(T) F
+	next    int // the next item to start
+	left    int // items not yet finished
+	slots   []limitSlot[F]
+	free    []int32 // free slot indices
+	sh      *limitShared
+	batch   []int32
+	out     []R
+	done    bool
+	dropped bool
 }
 
 type limitSlot[F any] struct {
@@ -289,6 +307,9 @@ func (sh *limitShared) push(i int32) bool {
 }
 
 func (m *mapLimit[T, R, F]) Poll(cx *Context) ([]R, bool) {
+	if m.dropped {
+		panic(errPolledAfterDrop)
+	}
 	if m.done {
 		return m.out, true
 	}
@@ -377,6 +398,10 @@ func (m *mapLimit[T, R, F]) pollSlot(cx *Context, i int32, saved Waker) {
 }
 
 func (m *mapLimit[T, R, F]) Drop() {
+	if m.done || m.dropped {
+		return
+	}
+	m.dropped = true
 	for i := range m.slots {
 		if s := &m.slots[i]; s.busy {
 			s.busy = false

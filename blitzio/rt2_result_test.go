@@ -170,3 +170,30 @@ func TestResultHelpersNilFutures(t *testing.T) {
 		}
 	}
 }
+
+// A composed future polled after its Drop panics instead of returning a zero value as if
+// it had finished (Then, OrElse, Loop) or hanging (MapLimit).
+func TestResultHelpersPollAfterDrop(t *testing.T) {
+	cx := NewContext(nil, Waker{})
+	for name, mk := range map[string]func() Future[Result[int]]{
+		"Then": func() Future[Result[int]] {
+			return Then(okF(1), func(int) Future[Result[int]] { return Pending[Result[int]]() })
+		},
+		"Loop": func() Future[Result[int]] {
+			return Loop(0, func(int) Future[Step[int, Result[int]]] { return Pending[Step[int, Result[int]]]() })
+		},
+	} {
+		f := mk()
+		if _, ok := f.Poll(cx); ok {
+			t.Fatalf("%s: ready", name)
+		}
+		Drop(f)
+		mustPanicWith(t, name+" polled after Drop", func() { f.Poll(cx) }, "after Drop")
+	}
+	m := MapLimit([]int{1, 2}, 1, func(int) Future[int] { return Pending[int]() })
+	if _, ok := m.Poll(cx); ok {
+		t.Fatal("MapLimit: ready")
+	}
+	Drop(m)
+	mustPanicWith(t, "MapLimit polled after Drop", func() { m.Poll(cx) }, "after Drop")
+}
