@@ -91,9 +91,12 @@ func (t *blockingTask[T]) release() {
 // SpawnBlocking runs f on the runtime's blocking pool and returns its handle. Use it for
 // calls that block (file I/O, cgo, CPU-heavy loops): tasks must not block. Abort cancels
 // f only if it has not started; a running f always runs to the end. On a closed runtime
-// the handle reports ErrCancelled.
+// the handle reports ErrCancelled. SpawnBlocking panics if s or f is nil.
 func SpawnBlocking[T any](s Spawner, f func() T) JoinHandle[T] {
-	rt, _ := s.spawnTarget()
+	if f == nil {
+		panic("blitzio: SpawnBlocking called with a nil func")
+	}
+	rt, _ := spawnTargetOf("SpawnBlocking", s)
 	t := &blockingTask[T]{f: f}
 	t.state.v.Store(initialState)
 	t.ownIdx = -1 // blocking tasks are tracked by the pool, not the owned list

@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,7 +60,9 @@ type Config struct {
 	// BlockingKeepAlive is how long an idle blocking goroutine waits for more work before
 	// it exits; 0 means 10 s.
 	BlockingKeepAlive time.Duration
-	// Backend is the I/O driver choice; see Backend.
+	// Backend is the I/O driver choice; see Backend. A driver the platform does not have
+	// (BackendKqueue on Linux, BackendIOUring or BackendEpoll elsewhere) makes New fail
+	// with ErrBackendUnavailable.
 	Backend Backend
 	// Clock is the time source for timers; nil means the system's monotonic clock. Pass a
 	// *TestClock to move time by hand in tests.
@@ -73,6 +76,11 @@ var ErrInvalidConfig = errors.New("blitzio: invalid config")
 // ErrRuntimeClosed is returned by BlockOn when the runtime shuts down before the future
 // finishes.
 var ErrRuntimeClosed = errors.New("blitzio: runtime closed")
+
+// ErrBackendUnavailable is wrapped, beside ErrInvalidConfig, by the error New returns
+// when Config.Backend names a driver the platform does not have (kqueue on Linux,
+// io_uring or epoll elsewhere).
+var ErrBackendUnavailable = errors.New("blitzio: I/O backend not available on this platform")
 
 func configError(field string, value any, rule string) error {
 	return fmt.Errorf("%w: Config.%s = %v: %s", ErrInvalidConfig, field, value, rule)
@@ -91,7 +99,36 @@ func (c Config) validate() error {
 	if int(c.Backend) >= len(backendNames) {
 		return configError("Backend", c.Backend, "unknown backend")
 	}
+	if !c.Backend.available() {
+		return fmt.Errorf("%w: %w: Config.Backend = %v on %s (use BackendAuto, or one of: %s)",
+			ErrInvalidConfig, ErrBackendUnavailable, c.Backend, runtime.GOOS, availableBackends())
+	}
 	return nil
+}
+
+// available reports whether the platform has the driver b names.
+func (b Backend) available() bool {
+	switch b {
+	case BackendIOUring, BackendEpoll:
+		return runtime.GOOS == "linux" || runtime.GOOS == "android"
+	case BackendKqueue:
+		switch runtime.GOOS {
+		case "darwin", "ios", "freebsd", "netbsd", "openbsd", "dragonfly":
+			return true
+		}
+		return false
+	}
+	return true // auto, portable
+}
+
+func availableBackends() string {
+	var names []string
+	for b := range Backend(len(backendNames)) {
+		if b.available() {
+			names = append(names, b.String())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // Runtime runs futures as tasks on a fixed set of worker goroutines with work stealing,
@@ -205,20 +242,71 @@ type Spawner interface {
 	spawnTarget() (*Runtime, *Context)
 }
 
-func (rt *Runtime) spawnTarget() (*Runtime, *Context) { return rt, nil }
+func (rt *Runtime) spawnTarget() (*Runtime, *Context) {
+	if rt == nil {
+		panic("blitzio: spawn on a nil *Runtime")
+	}
+	return rt, nil
+}
 
 func (cx *Context) spawnTarget() (*Runtime, *Context) {
+	if cx == nil {
+		panic("blitzio: spawn on a nil *Context")
+	}
 	if cx.rt == nil {
 		panic("blitzio: Spawn with a Context that has no Runtime")
 	}
 	return cx.rt, cx
 }
 
+// spawnTargetOf is s.spawnTarget with nil checks whose panic names the caller (op).
+func spawnTargetOf(op string, s Spawner) (*Runtime, *Context) {
+	switch v := s.(type) {
+	case nil:
+		panic("blitzio: " + op + " called with a nil Spawner (want a *Runtime or a task's *Context)")
+	case *Runtime:
+		if v == nil {
+			panic("blitzio: " + op + " called with a nil *Runtime")
+		}
+	case *Context:
+		if v == nil {
+			panic("blitzio: " + op + " called with a nil *Context")
+		}
+	}
+	return s.spawnTarget()
+}
+
+// isNilFuture reports whether f is nil: a nil interface, pointer or function, or an
+// interface holding a nil pointer or function. Such a future would panic with a nil
+// dereference on its first poll, on a worker, far from the mistake.
+func isNilFuture[F any](f F) bool {
+	switch reflect.TypeFor[F]().Kind() {
+	case reflect.Pointer, reflect.Func, reflect.UnsafePointer, reflect.Map, reflect.Chan:
+		// One pointer word, nil exactly when the value is nil.
+		return *(*unsafe.Pointer)(unsafe.Pointer(&f)) == nil
+	case reflect.Interface:
+		// Two words: the type (nil for a nil interface) and the data, which is nil only
+		// when the dynamic value is a nil pointer-shaped value (a non-pointer value is
+		// stored behind a pointer, never nil).
+		w := (*[2]unsafe.Pointer)(unsafe.Pointer(&f))
+		return w[0] == nil || w[1] == nil
+	}
+	return false
+}
+
 // Spawn starts f as a new task and returns its handle. Spawning costs one allocation:
 // the task holds header, future (F is stored by value) and result together. On a closed
 // runtime the task is dropped at once and its handle reports ErrCancelled.
+//
+// Spawn panics, naming the argument, if s is nil (a nil interface, *Runtime or *Context)
+// or f is nil (a nil interface, pointer or function, or an interface holding a nil
+// pointer or function): such a task could only fail later, on a worker, with a nil
+// dereference.
 func Spawn[F Future[T], T any](s Spawner, f F) JoinHandle[T] {
-	rt, cx := s.spawnTarget()
+	if isNilFuture(f) {
+		panic("blitzio: Spawn called with a nil future")
+	}
+	rt, cx := spawnTargetOf("Spawn", s)
 	t := &task[F, T]{fut: f}
 	// A plain store: nobody else can see the task yet (publication through a queue
 	// orders it before any atomic access), and an atomic store costs an XCHG.
@@ -292,8 +380,9 @@ func (rt *Runtime) hasWork() bool {
 // Close and Shutdown block, so they must not be called from inside a task of any runtime
 // (a Poll, a Drop or a waker run by a worker): the worker would wait for its own poll to
 // end, which with one worker (or a Close of the runtime the task runs on) never happens.
-// Called on a worker goroutine they panic with a message that says so, unless the
-// context is already done (Shutdown then only starts the shutdown; see Shutdown). To
+// Called on a worker goroutine (or inside an Async function) they panic with a message
+// that says so, before changing anything: the runtime keeps running. With a context
+// that is already done, Shutdown only starts the shutdown instead (see Shutdown). To
 // stop a runtime from one of its tasks, call Shutdown with a cancelled context, or Close
 // from a goroutine of your own, or from a SpawnBlocking job.
 //
@@ -317,6 +406,23 @@ func (rt *Runtime) Close() error { return rt.Shutdown(context.Background()) }
 // which is how a task can stop the runtime it runs on. Shutdown is idempotent and safe
 // to call concurrently. See Close for calls from inside the runtime.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		panic("blitzio: Runtime.Shutdown called with a nil context.Context")
+	}
+	// A call that would block on a worker panics before it changes anything: the
+	// misuse must not also stop the runtime behind the caller's back.
+	if ctx.Err() == nil {
+		switch onRuntimeGoroutine() {
+		case onWorker:
+			panic("blitzio: cannot block from within a runtime: Close or Shutdown called by a task's " +
+				"code on a worker goroutine would wait for its own poll to end; call Shutdown with a " +
+				"cancelled context to only start the shutdown, or Close from a goroutine of your own")
+		case onCoroutine:
+			panic("blitzio: cannot block from within a runtime: Close or Shutdown called inside an " +
+				"Async function would wait for the poll running it; call Shutdown with a cancelled " +
+				"context to only start the shutdown")
+		}
+	}
 	first := false
 	rt.shutdownOnce.Do(func() { first = true })
 	if first {
@@ -330,10 +436,6 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 	default:
 	}
 	switch onRuntimeGoroutine() {
-	case onWorker:
-		panic("blitzio: cannot block from within a runtime: Close or Shutdown called by a task's " +
-			"code on a worker goroutine would wait for its own poll to end; call Shutdown with a " +
-			"cancelled context to only start the shutdown, or Close from a goroutine of your own")
 	case onShutdown:
 		if rt.isShutdownGoroutine() {
 			panic("blitzio: cannot block from within a runtime: Close or Shutdown called by a " +
@@ -463,7 +565,8 @@ func pollCatch[T any](f Future[T], cx *Context) (v T, ok bool, err error) {
 // start a runtime from within a runtime"): with one worker, or enough such calls, the
 // runtime deadlocks. BlockOn and JoinHandle.Wait detect a call on a worker goroutine of
 // any blitzio runtime (from a task's Poll, a future's Drop, or a waker the worker runs,
-// however deeply nested) and panic with "blitzio: cannot block from within a runtime";
+// however deeply nested), and a call inside an Async function (whose goroutine the
+// poller is suspended on), and panic with "blitzio: cannot block from within a runtime";
 // so does Wait called by a Drop that a runtime's shutdown runs, on a task of that
 // runtime that is not finished (the shutdown would have to drop it first).
 // Go has no goroutine-local storage, so the check looks for the worker's frame at the
@@ -472,15 +575,27 @@ func pollCatch[T any](f Future[T], cx *Context) (v T, ok bool, err error) {
 // goroutine that a task is waiting for by other means (a task that blocks on a channel
 // fed by a goroutine in BlockOn), and blocking calls other than these two. Calls from a
 // SpawnBlocking job or any goroutine of your own are fine.
+//
+// BlockOn panics if rt or f is nil.
 func BlockOn[T any](rt *Runtime, f Future[T]) (T, error) {
 	var zero T
+	if rt == nil {
+		panic("blitzio: BlockOn called with a nil *Runtime")
+	}
+	if isNilFuture(f) {
+		panic("blitzio: BlockOn called with a nil future")
+	}
 	if rt.closed.Load() {
 		return zero, ErrRuntimeClosed
 	}
-	if onRuntimeGoroutine() == onWorker {
+	switch onRuntimeGoroutine() {
+	case onWorker:
 		panic("blitzio: cannot block from within a runtime: BlockOn called by a task's code on a " +
 			"worker goroutine would block the worker (and deadlock a runtime whose workers all " +
 			"wait); await the future inside the task instead")
+	case onCoroutine:
+		panic("blitzio: cannot block from within a runtime: BlockOn called inside an Async " +
+			"function would block the goroutine polling it; use Await instead")
 	}
 	p := newParker()
 	defer p.gone.Store(true)
@@ -512,6 +627,10 @@ const (
 	onWorker                     // a scheduler worker (of any Runtime)
 	onBlockingPool               // a blocking-pool goroutine (of any Runtime)
 	onShutdown                   // the goroutine of a Runtime's shutdown (it runs Drops)
+	// onCoroutine is the goroutine of an Async function: its poller (a worker, usually)
+	// is suspended in a coroutine switch until the function awaits or returns, so the
+	// function blocking blocks the poller.
+	onCoroutine
 )
 
 // Entry names of the runtime's goroutines, computed once from the functions themselves
@@ -521,6 +640,7 @@ var (
 	blockingRunName  = funcName((*blockingPool).work)
 	shutdownRunName  = funcName((*Runtime).shutdownTasks)
 	shutdownDropName = funcName((*Runtime).dropRemaining)
+	coroutineName    = funcName(runCoroutine)
 )
 
 func funcName(f any) string {
@@ -540,7 +660,10 @@ func onRuntimeGoroutine() goroutineKind {
 		pcs = make([]uintptr, 4*len(pcs))
 		n = runtime.Callers(2, pcs)
 	}
-	for _, pc := range pcs[max(0, n-4):n] {
+	// The bottom frames: runtime.goexit, the go statement's wrapper and the entry
+	// function; for an Async function's coroutine, runtime.goexit, runtime.corostart,
+	// iter.Pull's closure, asyncFuture.seq and runCoroutine.
+	for _, pc := range pcs[max(0, n-6):n] {
 		// pc-1: a return address may be the first byte of the next function. FuncForPC
 		// names the innermost function at pc, so this works whether or not the entry
 		// function was inlined into the go statement's wrapper (and, unlike
@@ -556,6 +679,8 @@ func onRuntimeGoroutine() goroutineKind {
 			return onBlockingPool
 		case shutdownRunName, shutdownDropName:
 			return onShutdown
+		case coroutineName:
+			return onCoroutine
 		}
 	}
 	return onOther
@@ -576,6 +701,9 @@ func panicIfOnWorker(op string, h *header) {
 		panic("blitzio: cannot block from within a runtime: " + op + " called by a task's code on a " +
 			"worker goroutine would block the worker (and deadlock a runtime whose workers all " +
 			"wait); await the handle inside the task instead")
+	case onCoroutine:
+		panic("blitzio: cannot block from within a runtime: " + op + " called inside an Async " +
+			"function would block the goroutine polling it; use Await(co, handle) instead")
 	case onShutdown:
 		// A blocking job keeps running during the shutdown, so waiting for one is fine.
 		if _, job := h.vt.(blockingJob); !job && h.rt.isShutdownGoroutine() {

@@ -157,8 +157,12 @@ func (h *header) finish(cx *Context) {
 	prev := h.state.toComplete()
 	if prev&flagJoinInterest == 0 || refs(prev) == 1 {
 		h.vt.release() // detached, or the last reference: nobody will read the output
-	} else if prev&flagJoinWaker != 0 {
-		h.joinWaker.WakeFrom(cx)
+	}
+	if prev&flagJoinWaker != 0 {
+		// Wake the waiters even if the handle was detached meanwhile: one that blocked
+		// before another copy's Detach would otherwise sleep forever; woken, it sees the
+		// detachment and panics (JoinHandle.Poll).
+		wakeJoinWaker(h.joinWaker, cx)
 	}
 }
 

@@ -1,0 +1,221 @@
+package blitzio
+
+import (
+	"iter"
+	"sync/atomic"
+)
+
+// Co is the handle an Async function receives: what Await needs to suspend it. It is
+// valid only inside that function (and the functions it calls on the same goroutine),
+// and only while the function runs. A *Co is also a Spawner: Spawn(co, f) inside an
+// Async function spawns on the worker that is running it.
+type Co struct {
+	cx    *Context // the Context of the poll now running the function; nil between polls
+	yield func(struct{}) bool
+	// panicked holds the *PanicError of a panic that escaped the function, with the stack
+	// of the coroutine's goroutine at the panic (the poller re-raises it).
+	panicked *PanicError
+	// unwinding is set by Drop before it resumes the function to unwind it.
+	unwinding bool
+	// active is true while a poll (or Drop) has switched to the function. Atomic only so
+	// that Await called by another goroutine while the function is suspended (a misuse)
+	// is told clearly instead of racing on cx.
+	active atomic.Bool
+}
+
+// errAsyncCancelled is the panic value with which Await unwinds an Async function whose
+// future was dropped while it was suspended, so that the function's deferred calls run.
+// runCoroutine recovers it; user code that recovers everything should re-panic values it
+// does not know.
+var errAsyncCancelled = &struct{ msg string }{"blitzio: Async function cancelled (its future was dropped)"}
+
+func (co *Co) spawnTarget() (*Runtime, *Context) {
+	if co == nil || co.cx == nil {
+		panic("blitzio: Spawn with a *Co outside its running Async function")
+	}
+	return co.cx.spawnTarget()
+}
+
+// Context returns the Context of the poll that is running the Async function, for the
+// rare call that needs one directly (Waker().WakeFrom, a hand-written future's Poll).
+// It is valid until the next Await.
+func (co *Co) Context() *Context { return co.cx }
+
+// Await suspends the Async function until f is ready and returns its value: the
+// sequential form of polling f from a state machine. The worker does not wait: the task
+// returns pending, and the function resumes when f wakes it.
+//
+// If the Async future is dropped while the function is suspended here (its task was
+// aborted or shut down, it lost a select, a Timeout expired), Await drops f and unwinds
+// the function with a private panic that the Async future recovers: the function's
+// deferred calls run, and it does not resume. Do not recover that panic and carry on
+// awaiting: every later Await unwinds again at once.
+//
+// Await panics if co is nil or not running (called after the function returned, or
+// from another goroutine), and if f is nil.
+func Await[T any](co *Co, f Future[T]) T {
+	if co == nil || co.yield == nil {
+		panic("blitzio: Await called with a nil or unstarted *Co (use the *Co that Async passed to the function)")
+	}
+	if isNilFuture(f) {
+		panic("blitzio: Await called with a nil future")
+	}
+	for {
+		if !co.active.Load() {
+			panic("blitzio: Await called outside its running Async function (after it returned, " +
+				"or from another goroutine)")
+		}
+		if co.unwinding {
+			// Dropped: the function is being unwound (a deferred call awaiting).
+			Drop(f)
+			panic(errAsyncCancelled)
+		}
+		if v, ok := f.Poll(co.cx); ok {
+			return v
+		}
+		if !co.yield(struct{}{}) {
+			Drop(f)
+			panic(errAsyncCancelled)
+		}
+	}
+}
+
+// Async returns a future that runs fn as a coroutine: a plain sequential Go function
+// that awaits futures with Await, instead of a state machine written with PollFn.
+//
+//	fut := blitzio.Async(func(co *blitzio.Co) string {
+//		blitzio.Await(co, blitzio.Sleep(time.Millisecond))
+//		r := blitzio.Await(co, blitzio.Spawn(co, child))
+//		return r.Value
+//	})
+//
+// fn starts on the first poll and runs, on a goroutine of its own that the poller
+// switches to directly (Go's iter.Pull coroutines, no trip through the scheduler),
+// until it awaits a future that is not ready or returns. Suspended, it costs that
+// goroutine's stack (a few KB, where a PollFn task is a few hundred bytes) and each
+// resumption costs a coroutine switch there and back (a few hundred ns); see the
+// package documentation for figures and for when to prefer PollFn.
+//
+// A panic in fn (or in a future it awaits) is re-raised by the Async future's Poll as a
+// *PanicError that keeps the stack of fn's goroutine at the panic, so the task's
+// JoinHandle reports where fn panicked. runtime.Goexit in fn ends the goroutine polling
+// it too (Go's coroutines propagate it): in a task, the handle reports ErrGoexit and the
+// worker is replaced, as for any Goexit in a Poll.
+//
+// Dropping the future while fn is suspended unwinds fn (see Await): its deferred calls
+// run during Drop. A future returned by Async that was polled must be driven to the end
+// or dropped, as the runtime and the combinators do; one that is merely forgotten keeps
+// its goroutine. Polled after it has finished, the future returns the same value; polled
+// after Drop, it panics.
+func Async[T any](fn func(co *Co) T) Future[T] {
+	if fn == nil {
+		panic("blitzio: Async called with a nil function")
+	}
+	return &asyncFuture[T]{fn: fn}
+}
+
+const (
+	asyncNew uint8 = iota
+	asyncSuspended
+	asyncDone
+	asyncDropped
+)
+
+type asyncFuture[T any] struct {
+	co    Co
+	fn    func(*Co) T
+	next  func() (struct{}, bool)
+	stop  func()
+	out   T
+	state uint8
+}
+
+func (a *asyncFuture[T]) Poll(cx *Context) (T, bool) {
+	var zero T
+	switch a.state {
+	case asyncDone:
+		return a.out, true
+	case asyncDropped:
+		panic("blitzio: Async future polled after Drop")
+	case asyncNew:
+		a.next, a.stop = iter.Pull(a.seq)
+		a.state = asyncSuspended
+	}
+	a.co.cx = cx
+	a.co.active.Store(true)
+	_, more := a.next()
+	a.co.active.Store(false)
+	a.co.cx = nil
+	if more {
+		return zero, false
+	}
+	a.state = asyncDone
+	a.next, a.stop, a.fn = nil, nil, nil
+	if p := a.co.panicked; p != nil {
+		a.co.panicked = nil
+		panic(p)
+	}
+	return a.out, true
+}
+
+// seq is the coroutine body handed to iter.Pull.
+func (a *asyncFuture[T]) seq(yield func(struct{}) bool) {
+	a.co.yield = yield
+	runCoroutine(&a.co, a.run)
+}
+
+func (a *asyncFuture[T]) run() { a.out = a.fn(&a.co) }
+
+// runCoroutine runs an Async function's body on its coroutine goroutine. It is not
+// generic, so that onRuntimeGoroutine can recognise a coroutine by this frame, and it
+// turns a panic into co.panicked with the coroutine's own stack (re-raised on the
+// poller's goroutine, whose stack would not show where the function panicked).
+//
+//go:noinline
+func runCoroutine(co *Co, body func()) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		r := recover()
+		switch {
+		case r == nil:
+			// runtime.Goexit: it cannot be stopped; iter.Pull propagates it to the poller.
+		case r == errAsyncCancelled:
+			// Unwound by a Drop: the deferred calls have run, nothing to report.
+		default:
+			// newPanicError keeps a *PanicError from a nested Async function as is
+			// (with its own stack), and otherwise records this stack and panic site.
+			co.panicked = newPanicError(r, false)
+		}
+	}()
+	body()
+	returned = true
+}
+
+// Drop unwinds a suspended function (see Await) so that its deferred calls run. A panic
+// in one of them is re-raised here.
+func (a *asyncFuture[T]) Drop() {
+	if a.state != asyncSuspended {
+		if a.state == asyncNew {
+			a.fn = nil
+			a.state = asyncDropped
+		}
+		return
+	}
+	a.state = asyncDropped
+	stop := a.stop
+	a.next, a.stop, a.fn = nil, nil, nil
+	a.co.cx = nil
+	a.co.unwinding = true
+	a.co.active.Store(true)
+	stop()
+	a.co.active.Store(false)
+	if p := a.co.panicked; p != nil {
+		a.co.panicked = nil
+		cp := *p // a copy: the value may be shared (a re-raised handle error)
+		cp.InDrop = true
+		panic(&cp)
+	}
+}
