@@ -242,16 +242,26 @@ func (p *Pool) Stats() Stats {
 
 // enter registers an operation (Call, Go, Broadcast) so Close waits for it.
 //
-// It is refused only once the pool is closed and drained (ops == closedBit), not as
-// soon as Close began: work that Close is waiting for may make nested calls (every
-// parallel loop inside a job is a Call), and refusing them would fail work that Close
-// promised to let finish. Once the count has reached closedBit nothing can raise it
-// again (the CAS below never succeeds from there), so Close's drain is final.
+// Once Close has begun (closedBit set), an operation is admitted only when it comes from
+// the work Close is waiting for: that work may make nested calls (every parallel loop
+// inside a job is a Call), and refusing them would fail work that Close promised to let
+// finish. Calls from anywhere else are refused at once; admitting them too would let
+// callers that keep calling hold Close off forever. Telling the two apart costs a stack
+// walk (onStack), paid only while the pool is closing. Once the count has reached
+// closedBit nothing can raise it again (the CAS below never succeeds from there), so
+// Close's drain is final.
 func (p *Pool) enter() error {
+	nested := false // onStack, computed at most once, and only while closing
 	for {
 		v := p.ops.Load()
 		if v == closedBit {
 			return ErrClosed
+		}
+		if v&closedBit != 0 && !nested {
+			if !p.onStack() {
+				return ErrClosed
+			}
+			nested = true
 		}
 		if p.ops.CompareAndSwap(v, v+1) {
 			return nil
@@ -270,9 +280,11 @@ func (p *Pool) exit() {
 // idempotent; concurrent calls all return after the pool stopped.
 //
 // While Close waits, the work in flight may still start new Calls, Go jobs and
-// Broadcasts (a parallel loop inside a job is a Call), and Close waits for those too;
-// so may other goroutines, since the pool cannot tell them apart. Once the work in
-// flight has finished, Call, Go and Broadcast panic with ErrClosed (TryCall returns it).
+// Broadcasts on its own goroutine (a parallel loop inside a job is a Call), and Close
+// waits for those too. Calls from any other goroutine are refused as soon as Close
+// begins: Call, Go and Broadcast panic with ErrClosed (TryCall returns it). A goroutine
+// that the pool's work starts and waits for counts as another goroutine: its calls are
+// refused during Close.
 //
 // Close panics if it is called from inside the pool's own work (a Call's function, a
 // job, a Go job, a Broadcast share, a loop body run by the pool): it would wait for
