@@ -105,7 +105,7 @@ func (s *SleepFuture) Poll(cx *Context) (struct{}, bool) {
 			prev := s.rt
 			s.rt = rt
 			s.entry.ownerState = sleepRegistered
-			if rt.registerTimer(cx, prev, &s.entry, rt.deadlineTick(at), rt.nowTick(now), cx.waker) {
+			if rt.registerTimer(cx, prev, &s.entry, rt.deadlineTick(at), rt.nowTick(now), cx.Waker()) {
 				return struct{}{}, false
 			}
 		}
@@ -113,10 +113,10 @@ func (s *SleepFuture) Poll(cx *Context) (struct{}, bool) {
 	case sleepRegistered:
 		if timerFired(&s.entry) {
 			s.entry.ownerState = sleepDone
-		} else if !s.entry.waker.WillWake(cx.waker) {
+		} else if w := cx.Waker(); !s.entry.waker.WillWake(w) {
 			// Reading entry.waker without the lock is safe: only the poller writes it
 			// (before publishing the entry, or under the lock), and firing does not.
-			if s.rt.updateTimerWaker(&s.entry, cx.waker) {
+			if s.rt.updateTimerWaker(&s.entry, w) {
 				return struct{}{}, false
 			}
 			s.entry.ownerState = sleepDone
