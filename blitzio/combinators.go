@@ -253,7 +253,10 @@ type group struct {
 	// the children pushed meanwhile need no wake of their own: one parent wake per poll,
 	// not one per child.
 	notified atomic.Bool
-	chunks   []childChunk // the children's wakers: child i's is chunks[i/64].slots[i%64]
+	// gone is set once the combinator has finished or been dropped: its children's
+	// wakers are then useless to whoever keeps them (see childSlot.waiterGone).
+	gone   atomic.Bool
+	chunks []childChunk // the children's wakers: child i's is chunks[i/64].slots[i%64]
 	n        int32        // the number of children (next, queued and chunks are made lazily)
 }
 
@@ -289,6 +292,27 @@ func (s *childSlot) wake(cx *Context) {
 // join whose children are all ready at once never calls it and allocates none. Wakers
 // reach that storage only through a Waker made here, whose hand-over to another
 // goroutine (a JoinHandle's CAS, a mutex) orders our writes before their reads.
+// waiterGone reports that this child's waker need not be kept by what it waits on (a
+// JoinHandle prunes such entries from its list of waiters): the combinator has finished
+// or been dropped, or the task (or outer combinator) polling it is gone, which covers a
+// combinator abandoned without Drop.
+func (s *childSlot) waiterGone() bool {
+	c := (*childChunk)(unsafe.Add(unsafe.Pointer(s), -int(slotsOffset)-int(*s)))
+	return c.g.waiterGone()
+}
+
+func (g *group) waiterGone() bool {
+	if g.gone.Load() {
+		return true
+	}
+	p := g.parent.Load()
+	if p == nil {
+		return false
+	}
+	w, ok := p.t.(interface{ waiterGone() bool })
+	return ok && w.waiterGone()
+}
+
 func (g *group) waker(i int32) Waker {
 	if g.chunks == nil {
 		g.alloc()
@@ -466,8 +490,16 @@ func (n *nary[T, F]) poll(cx *Context, onReady func(i int, v T) bool) {
 // isDone reports whether child i has finished or been dropped.
 func (n *nary[T, F]) isDone(i int32) bool { return n.done[uint32(i)/64]&(1<<(uint32(i)%64)) != 0 }
 
+// finished marks the children's wakers gone once every child is done.
+func (n *nary[T, F]) finished() {
+	if n.g != nil {
+		n.g.gone.Store(true)
+	}
+}
+
 // dropRest drops every unfinished child.
 func (n *nary[T, F]) dropRest() {
+	n.finished()
 	for i, f := range n.fs {
 		if !n.isDone(int32(i)) {
 			n.done[uint32(i)/64] |= 1 << (uint32(i) % 64)
@@ -486,6 +518,9 @@ type joinAll[T any, F Future[T]] struct {
 func (j *joinAll[T, F]) Poll(cx *Context) ([]T, bool) {
 	if j.n.left > 0 {
 		j.n.poll(cx, nil)
+		if j.n.left == 0 {
+			j.n.finished()
+		}
 	}
 	return j.out, j.n.left == 0
 }
@@ -530,6 +565,7 @@ func (j *tryJoin[T, F]) Poll(cx *Context) (Result[[]T], bool) {
 	if j.n.left > 0 {
 		return Result[[]T]{}, false
 	}
+	j.n.finished()
 	return Result[[]T]{Value: j.out}, true
 }
 
@@ -562,6 +598,7 @@ func (a *all[T, F]) Poll(cx *Context) (Result[[]T], bool) {
 	if a.n.left > 0 {
 		return Result[[]T]{}, false
 	}
+	a.n.finished()
 	return Result[[]T]{Value: a.out, Err: errors.Join(a.errs...)}, true
 }
 
