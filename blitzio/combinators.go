@@ -257,7 +257,7 @@ type group struct {
 	// wakers are then useless to whoever keeps them (see childSlot.waiterGone).
 	gone   atomic.Bool
 	chunks []childChunk // the children's wakers: child i's is chunks[i/64].slots[i%64]
-	n        int32        // the number of children (next, queued and chunks are made lazily)
+	n      int32        // the number of children (next, queued and chunks are made lazily)
 }
 
 // Child wakers. A Waker must point at something that identifies the child and its
