@@ -129,3 +129,56 @@ func TestComb2GoexitWakerOnWorker(t *testing.T) {
 	}
 
 }
+
+// TestComb2GoexitWakerBeforePark: timers already due when the worker that takes the timer
+// duty drains them just before parking (they were registered while it ran a long poll).
+// A waker calling Goexit there must not leave the parked bit or the timer duty with the
+// goroutine that exits, or no worker ever drives the timers again (with one worker,
+// every later sleep hangs).
+func TestComb2GoexitWakerBeforePark(t *testing.T) {
+	capture := &logCapture{}
+	prevOut, prevFlags := log.Writer(), log.Flags()
+	log.SetOutput(capture)
+	t.Cleanup(func() { log.SetOutput(prevOut); log.SetFlags(prevFlags) })
+
+	rt := newRT(t, Config{Workers: 1})
+	var exits atomic.Int32
+	for round := range 6 {
+		started := make(chan struct{})
+		busy := Spawn(rt, Lazy(func() int {
+			close(started)
+			// A long poll (the worker cannot fire timers meanwhile).
+			for end := time.Now().Add(5 * time.Millisecond); time.Now().Before(end); {
+			}
+			return 0
+		}))
+		<-started
+		fired := make(chan int, 8)
+		for i := range 4 {
+			w := WakerFunc(func() { fired <- i })
+			if i == 1 {
+				w = goexitWaker(&exits)
+			}
+			if _, ok := Sleep(time.Millisecond).Poll(NewContext(rt, w)); ok {
+				t.Fatal("sleep ready at once")
+			}
+		}
+		if _, err := waitHandle(t, busy); err != nil {
+			t.Fatal(err)
+		}
+		for k := range 3 {
+			select {
+			case <-fired:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("round %d: only %d of 3 timers woken beside a Goexit waker", round, k)
+			}
+		}
+		h := Spawn(rt, AndThen(Sleep(2*time.Millisecond), func(struct{}) Future[int] { return Ready(round) }))
+		if v, err := waitHandle(t, h); err != nil || v != round {
+			t.Fatalf("round %d: a sleeping task after a Goexit waker: (%v, %v)", round, v, err)
+		}
+	}
+	if exits.Load() == 0 {
+		t.Fatal("no Goexit waker ran")
+	}
+}
