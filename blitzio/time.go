@@ -311,3 +311,23 @@ func Deadline[T any](t time.Time, f Future[T]) Future[Result[T]] {
 	tf.sleep.entry.ownerMode = sleepUntil
 	return tf
 }
+
+// TryTimeout is Timeout for a future that can fail by itself (a JoinHandle, a TryJoin,
+// anything of type Future[Result[T]]): instead of a Result[Result[T]] to unwrap twice,
+// its result is f's own Result when f finishes in time, and ErrTimeout otherwise. Tell
+// the two failures apart with errors.Is(err, ErrTimeout).
+func TryTimeout[T any](d time.Duration, f Future[Result[T]]) Future[Result[T]] {
+	return Map(Timeout(d, f), flattenResult[T])
+}
+
+// TryDeadline is TryTimeout with an absolute deadline on the runtime's clock.
+func TryDeadline[T any](t time.Time, f Future[Result[T]]) Future[Result[T]] {
+	return Map(Deadline(t, f), flattenResult[T])
+}
+
+func flattenResult[T any](r Result[Result[T]]) Result[T] {
+	if r.Err != nil {
+		return Result[T]{Err: r.Err}
+	}
+	return r.Value
+}
