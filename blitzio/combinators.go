@@ -39,6 +39,31 @@ type Tuple3[A, B, C any] struct {
 	V3 C
 }
 
+// dropEach calls drop(0), ..., drop(n-1). A drop that panics or calls runtime.Goexit
+// does not keep the later ones from running: they run from a deferred call while it
+// unwinds, then the panic (or Goexit) goes on. A combinator forgets the children it
+// drops and is itself dropped once, so a child skipped here would never be dropped (a
+// timer left in the wheel, a resource never released).
+func dropEach(n int, drop func(i int)) { dropFrom(0, n, drop) }
+
+// dropFrom calls drop(i), ..., drop(n-1), as dropEach does.
+func dropFrom(i, n int, drop func(i int)) {
+	for ; i < n; i++ {
+		dropOne(i, n, drop)
+	}
+}
+
+func dropOne(i, n int, drop func(i int)) {
+	ok := false
+	defer func() {
+		if !ok { // unwinding from drop(i): drop the rest before the panic goes on
+			dropFrom(i+1, n, drop)
+		}
+	}()
+	drop(i)
+	ok = true
+}
+
 type join2[A, B any] struct {
 	a      Future[A]
 	b      Future[B]
@@ -57,12 +82,16 @@ func (j *join2[A, B]) Poll(cx *Context) (Tuple2[A, B], bool) {
 }
 
 func (j *join2[A, B]) Drop() {
-	if !j.da {
-		Drop(j.a)
-	}
-	if !j.db {
-		Drop(j.b)
-	}
+	dropEach(2, func(i int) {
+		switch {
+		case i == 0 && !j.da:
+			j.da = true
+			Drop(j.a)
+		case i == 1 && !j.db:
+			j.db = true
+			Drop(j.b)
+		}
+	})
 }
 
 // Join2 waits for both futures, polling them concurrently, and returns both values.
@@ -92,15 +121,19 @@ func (j *join3[A, B, C]) Poll(cx *Context) (Tuple3[A, B, C], bool) {
 }
 
 func (j *join3[A, B, C]) Drop() {
-	if !j.da {
-		Drop(j.a)
-	}
-	if !j.db {
-		Drop(j.b)
-	}
-	if !j.dc {
-		Drop(j.c)
-	}
+	dropEach(3, func(i int) {
+		switch {
+		case i == 0 && !j.da:
+			j.da = true
+			Drop(j.a)
+		case i == 1 && !j.db:
+			j.db = true
+			Drop(j.b)
+		case i == 2 && !j.dc:
+			j.dc = true
+			Drop(j.c)
+		}
+	})
 }
 
 // Join3 waits for three futures, polling them concurrently.
@@ -145,12 +178,15 @@ func (s *select2[A, B]) finish(winner int) {
 	s.done = true
 	a, b := s.a, s.b
 	s.a, s.b = nil, nil
-	if winner != 0 {
-		Drop(a)
-	}
-	if winner != 1 {
-		Drop(b)
-	}
+	dropEach(2, func(i int) {
+		switch {
+		case i == winner:
+		case i == 0:
+			Drop(a)
+		default:
+			Drop(b)
+		}
+	})
 }
 
 func (s *select2[A, B]) Drop() {
@@ -207,15 +243,17 @@ func (s *select3[A, B, C]) finish(winner int) {
 	s.done = true
 	a, b, c := s.a, s.b, s.c
 	s.a, s.b, s.c = nil, nil, nil
-	if winner != 0 {
-		Drop(a)
-	}
-	if winner != 1 {
-		Drop(b)
-	}
-	if winner != 2 {
-		Drop(c)
-	}
+	dropEach(3, func(i int) {
+		switch {
+		case i == winner:
+		case i == 0:
+			Drop(a)
+		case i == 1:
+			Drop(b)
+		default:
+			Drop(c)
+		}
+	})
 }
 
 func (s *select3[A, B, C]) Drop() {
@@ -500,14 +538,14 @@ func (n *nary[T, F]) finished() {
 // dropRest drops every unfinished child.
 func (n *nary[T, F]) dropRest() {
 	n.finished()
-	for i, f := range n.fs {
-		if !n.isDone(int32(i)) {
-			n.done[uint32(i)/64] |= 1 << (uint32(i) % 64)
-			Drop(f)
-		}
-	}
 	n.left = 0
 	n.first, n.batch, n.pos = len(n.fs), nil, 0
+	dropEach(len(n.fs), func(i int) {
+		if !n.isDone(int32(i)) {
+			n.done[uint32(i)/64] |= 1 << (uint32(i) % 64)
+			Drop(n.fs[i])
+		}
+	})
 }
 
 type joinAll[T any, F Future[T]] struct {

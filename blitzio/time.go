@@ -291,8 +291,14 @@ func (f *timeoutFuture[T]) Drop() {
 	}
 	inner := f.inner
 	f.finish(Result[T]{Err: ErrCancelled})
-	Drop(inner)
-	f.sleep.Drop()
+	// The sleep is dropped even if inner's Drop panics: its timer must leave the wheel.
+	dropEach(2, func(i int) {
+		if i == 0 {
+			Drop(inner)
+		} else {
+			f.sleep.Drop()
+		}
+	})
 }
 
 // Timeout runs f with a time limit of d (counted from the first poll). If f finishes
