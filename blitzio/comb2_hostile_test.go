@@ -82,3 +82,52 @@ func TestComb2DropPanicDropsSiblings(t *testing.T) {
 		}
 	}
 }
+
+// TestComb2ChildFailureRestoresContext: a child of an n-ary combinator that panics or
+// calls runtime.Goexit must not leave the combinator's child waker in the worker's
+// Context: the next task polled there (on the same worker, or on its replacement) would
+// be handed a dead combinator's waker instead of its own, and its wake-ups (a yield, a
+// sleep) would go nowhere.
+func TestComb2ChildFailureRestoresContext(t *testing.T) {
+	rt := newRT(t, Config{Workers: 1})
+	failing := func(goexit bool) Future[int] {
+		return PollFn(func(*Context) (int, bool) {
+			if goexit {
+				runtime.Goexit()
+			}
+			panic("child failed")
+		})
+	}
+	for round := range 6 {
+		goexit := round%2 == 1
+		var f Future[[]int] = JoinAll(Ready(1), failing(goexit), Ready(3))
+		if round >= 4 {
+			// Nested: the failure unwinds through two combinators.
+			f = Map(JoinAll(Pending[int](), Map(JoinAll(failing(goexit)), func(v []int) int { return 0 })), func(v []int) []int { return v })
+		}
+		_, err := waitHandle(t, Spawn(rt, f))
+		if err == nil {
+			t.Fatalf("round %d: the failing child's task succeeded", round)
+		}
+		// The next tasks on this worker wake themselves through their Context.
+		var ws []Waker
+		h := Spawn(rt, PollFn(func(cx *Context) (int, bool) {
+			ws = append(ws, cx.Waker())
+			if len(ws) < 4 {
+				cx.Yield()
+				return 0, false
+			}
+			return 7, true
+		}))
+		if v, err := waitHandle(t, h); err != nil || v != 7 {
+			t.Fatalf("round %d: task after a failed child: (%v, %v)", round, v, err)
+		}
+		if _, ok := ws[0].t.(*header); !ok {
+			t.Fatalf("round %d: a task's Context gave a waker of %T, not the task's", round, ws[0].t)
+		}
+		h2 := Spawn(rt, Map(Sleep(time.Millisecond), func(struct{}) int { return 8 }))
+		if v, err := waitHandle(t, h2); err != nil || v != 8 {
+			t.Fatalf("round %d: sleeping task after a failed child: (%v, %v)", round, v, err)
+		}
+	}
+}
