@@ -438,11 +438,30 @@ type nary[T any, F Future[T]] struct {
 	batch []int32
 	pos   int
 	out   []T // where a nil onReady stores values
+	// ordered: stop the first pass at the first pending child (see inOrder).
+	ordered bool
 }
 
 func newNary[T any, F Future[T]](fs []F) nary[T, F] {
 	return nary[T, F]{fs: fs, done: make([]uint64, (len(fs)+63)/64), left: len(fs)}
 }
+
+// inOrder makes the first pass of a join that waits for every child (JoinAll, All)
+// stop at the first pending child when the children are JoinHandles. A handle's task
+// runs whether or not anyone polls the handle, so polling the later ones now gains
+// nothing: it would only register a waker with each (two CAS) and take a wake from each
+// (more atomics, and a re-poll), where waiting for the first pending one and then
+// reading on, as a loop of Wait does, finds most of them finished. The join still
+// finishes when the last task does; it only notices the others later.
+func (n *nary[T, F]) inOrder() {
+	var zero F
+	if _, ok := any(zero).(interface{ joinHandle() }); ok {
+		n.ordered = true
+	}
+}
+
+// joinHandle marks JoinHandle types for nary.inOrder.
+func (JoinHandle[T]) joinHandle() {}
 
 // poll polls the woken children, calling onReady for each that finishes; onReady
 // returns false to stop (a select has its winner, a TryJoin its error). A nil onReady
@@ -478,6 +497,14 @@ func (n *nary[T, F]) poll(cx *Context, onReady func(i int, v T) bool) {
 		cx.childIdx = int32(i)
 		v, ok := n.fs[i].Poll(cx)
 		if !ok {
+			if n.ordered {
+				// Resume here when child i wakes us. Take the woken queue, which holds
+				// only children up to i (none after it has been polled), so that its
+				// notified flag is clear: the next child to wake must wake us again.
+				n.first = i
+				n.batch, n.pos = g.take(n.batch)[:0], 0
+				return
+			}
 			continue
 		}
 		n.done[uint32(i)/64] |= 1 << (uint32(i) % 64)
@@ -576,6 +603,7 @@ func JoinAll[T any, F Future[T]](fs ...F) Future[[]T] {
 	out := make([]T, len(fs))
 	n := newNary[T](fs)
 	n.out = out
+	n.inOrder()
 	return &joinAll[T, F]{n: n, out: out}
 }
 
@@ -647,7 +675,9 @@ func (a *all[T, F]) Drop() { a.n.dropRest() }
 // failed). Use TryJoin to stop at the first error instead. See JoinAll for futures of
 // different types.
 func All[T any, F Future[Result[T]]](fs ...F) Future[Result[[]T]] {
-	return &all[T, F]{n: newNary[Result[T]](fs), out: make([]T, len(fs))}
+	a := &all[T, F]{n: newNary[Result[T]](fs), out: make([]T, len(fs))}
+	a.n.inOrder()
+	return a
 }
 
 // Selected is the value of SelectN: the index of the winning future and its value.
