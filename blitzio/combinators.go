@@ -13,13 +13,18 @@ import (
 // n-ary ones give each child its own waker and re-poll only the children that were woken
 // (like Tokio's FuturesUnordered), and stop polling children when the task's budget is
 // spent (the task yields and the next poll resumes where this one stopped), so a JoinAll
-// of n futures costs O(n) child polls in all, however many are ready at once.
+// of n futures costs O(n) child polls in all, however many are ready at once. JoinAll
+// and All over JoinHandles read the handles in order instead, waiting for the first
+// unfinished one, as a loop of Wait does: a task runs whether or not its handle is
+// polled, so they finish as soon as the last task does, without a waker in every
+// handle.
 //
 // Ordering: when several children are ready in the same poll, the one with the lowest
 // index (among those polled) wins a select. Cancellation: a child that loses a select, or
 // the rest of a TryJoin after an error, is dropped (its Drop runs) and never polled
-// again; dropping a combinator drops its unfinished children. A finished combinator
-// polled again returns the same result without polling any child.
+// again; dropping a combinator drops its unfinished children (every one of them, even
+// when the Drop of one panics: the panic goes on after the others were dropped). A
+// finished combinator polled again returns the same result without polling any child.
 //
 // The n-ary combinators (JoinAll, TryJoin, All, SelectN, Race) take futures of any one
 // type F: a []JoinHandle[T] is passed as it is, each handle polled without being boxed
@@ -592,7 +597,9 @@ func (j *joinAll[T, F]) Poll(cx *Context) ([]T, bool) {
 
 func (j *joinAll[T, F]) Drop() { j.n.dropRest() }
 
-// JoinAll waits for every future and returns their values in argument order.
+// JoinAll waits for every future and returns their values in argument order. The futures
+// are polled concurrently; JoinHandles, whose tasks run whether polled or not, are read
+// in order, each awaited only once the ones before it have finished.
 //
 // The futures may be of any one type F: JoinAll(hs...) with a []JoinHandle[int] awaits
 // the handles directly, and JoinAll(Ready(1), Ready(2)) joins two Future[int]. Futures
