@@ -308,3 +308,29 @@ func TestComb2JoinSetConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestComb2JoinSetGoneWaitersPruned: pollers of Next that go away while no task finishes
+// (a select that another branch won, a BlockOn that returned) must not pile up in the
+// set's list of waiters.
+func TestComb2JoinSetGoneWaitersPruned(t *testing.T) {
+	rt := newRT(t, Config{Workers: 2})
+	var s JoinSet[int]
+	g := &benchGate{}
+	s.Spawn(rt, &benchGated{g, 1})
+	waitFor(t, "the task polled", func() bool { return g.waiting.Load() == 1 })
+	for range 2000 {
+		if r, err := BlockOn(rt, Select2(s.Next(), Ready(0))); err != nil || r.Index != 1 {
+			t.Fatalf("Select2 = %v, %v", r, err)
+		}
+	}
+	s.mu.Lock()
+	n := len(s.waiters)
+	s.mu.Unlock()
+	if n > 64 {
+		t.Errorf("%d waiter entries kept after 2000 pollers of Next came and went", n)
+	}
+	g.open()
+	if v, err := waitNext(t, &s); err != nil || v != 1 {
+		t.Fatalf("WaitNext = %v, %v", v, err)
+	}
+}

@@ -36,6 +36,7 @@ type JoinSet[T any] struct {
 	live    []*joinSetMember[T] // tasks not yet returned, finished or not
 	done    []*joinSetMember[T] // finished, not yet returned, in the order they finished
 	waiters []Waker             // pollers of Next waiting for a task to finish
+	pruneAt int                 // length of waiters at which gone waiters are dropped
 	dropped bool
 }
 
@@ -156,6 +157,21 @@ func (s *JoinSet[T]) tryNext(w Waker) (Result[T], bool) {
 			}
 		}
 		if !known {
+			if len(s.waiters) >= s.pruneAt {
+				// Drop the wakers of waiters that are gone (a finished BlockOn, a dropped
+				// select), so that pollers that come and go while no task finishes do
+				// not grow the list without bound; pruneAt doubles, so this is O(1) per
+				// waiter amortised.
+				live := s.waiters[:0]
+				for _, x := range s.waiters {
+					if g, ok := x.t.(interface{ waiterGone() bool }); !ok || !g.waiterGone() {
+						live = append(live, x)
+					}
+				}
+				clear(s.waiters[len(live):])
+				s.waiters = live
+				s.pruneAt = max(2*len(live), 8)
+			}
 			s.waiters = append(s.waiters, w)
 		}
 	}
