@@ -40,7 +40,7 @@ const (
 
 // bioSpawnFinished fills hs with handles of tasks that have all run, then collects the
 // garbage the spawns made (so it is not billed to the timed part that follows).
-func bioSpawnFinished(rt *blitzio.Runtime, hs []blitzio.Future[blitzio.Result[int]]) {
+func bioSpawnFinished(rt *blitzio.Runtime, hs []blitzio.JoinHandle[int]) {
 	var ran atomic.Int64
 	for i := range hs {
 		hs[i] = blitzio.Spawn(rt, blitzio.Lazy(func() int { ran.Add(1); return i }))
@@ -538,7 +538,7 @@ func blitzioCases(cfg Config) []Case {
 			Note: "await 100,000 finished task handles with one JoinAll (BlockOn), results in a slice; beside a loop of Wait collecting the same slice (spawning untimed)",
 			Ours: Impl{"blitzio.JoinAll", func(b *testing.B) {
 				rt := bioRuntime(b)
-				hs := make([]blitzio.Future[blitzio.Result[int]], bioJoin)
+				hs := make([]blitzio.JoinHandle[int], bioJoin)
 				b.ReportAllocs()
 				for b.Loop() {
 					b.StopTimer()
@@ -552,7 +552,7 @@ func blitzioCases(cfg Config) []Case {
 			}},
 			Baselines: []Impl{{"loop of JoinHandle.Wait", func(b *testing.B) {
 				rt := bioRuntime(b)
-				hs := make([]blitzio.Future[blitzio.Result[int]], bioJoin)
+				hs := make([]blitzio.JoinHandle[int], bioJoin)
 				b.ReportAllocs()
 				for b.Loop() {
 					b.StopTimer()
@@ -560,7 +560,7 @@ func blitzioCases(cfg Config) []Case {
 					b.StartTimer()
 					rs := make([]blitzio.Result[int], len(hs))
 					for i, h := range hs {
-						v, err := h.(blitzio.JoinHandle[int]).Wait()
+						v, err := h.Wait()
 						rs[i] = blitzio.Result[int]{Value: v, Err: err}
 					}
 					if rs[bioJoin-1].Err != nil || rs[bioJoin-1].Value != bioJoin-1 {

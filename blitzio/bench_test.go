@@ -537,16 +537,16 @@ func (g *benchGate) open() {
 // the task's first 128 completions re-polled, and re-queued, every remaining child), and
 // the least favourable to JoinAll, since a Wait on a finished handle is one atomic load.
 func BenchmarkJoinAll(b *testing.B) {
-	join := func(b *testing.B, rt *Runtime, hs []Future[Result[int]]) {
+	join := func(b *testing.B, rt *Runtime, hs []JoinHandle[int]) {
 		rs, err := BlockOn(rt, JoinAll(hs...))
 		if n := len(hs); err != nil || len(rs) != n || rs[n-1].Value != n-1 {
 			b.Fatal(err)
 		}
 	}
-	loop := func(b *testing.B, rt *Runtime, hs []Future[Result[int]]) {
+	loop := func(b *testing.B, rt *Runtime, hs []JoinHandle[int]) {
 		rs := make([]Result[int], len(hs))
 		for i, h := range hs {
-			v, err := h.(JoinHandle[int]).Wait()
+			v, err := h.Wait()
 			rs[i] = Result[int]{Value: v, Err: err}
 		}
 		if n := len(hs); rs[n-1].Err != nil || rs[n-1].Value != n-1 {
@@ -562,11 +562,11 @@ func BenchmarkJoinAll(b *testing.B) {
 			}
 			for _, v := range []struct {
 				name  string
-				await func(*testing.B, *Runtime, []Future[Result[int]])
+				await func(*testing.B, *Runtime, []JoinHandle[int])
 			}{{"JoinAll", join}, {"LoopWait", loop}} {
 				b.Run(v.name+suffix+"/"+size, func(b *testing.B) {
 					rt := benchRT(b)
-					hs := make([]Future[Result[int]], n)
+					hs := make([]JoinHandle[int], n)
 					b.ReportAllocs()
 					for b.Loop() {
 						b.StopTimer()

@@ -48,7 +48,9 @@ func (c *TestClock) sealed() {}
 // exactly when the clock has reached its deadline (to the nanosecond).
 //
 // If a Waker panics while Advance fires timers, every other due timer is still woken,
-// then Advance panics with a *PanicError holding the first such panic and its stack.
+// then Advance panics with a *PanicError holding the first such panic and its stack. If
+// a Waker calls runtime.Goexit (t.FailNow in a callback), the goroutine calling Advance
+// exits, as Goexit demands, but only after every other due timer has been woken.
 func (c *TestClock) Advance(d time.Duration) {
 	if d < 0 {
 		panic("blitzio: TestClock.Advance: negative duration")
@@ -58,8 +60,21 @@ func (c *TestClock) Advance(d time.Duration) {
 	rts := append([]*Runtime(nil), c.rts...)
 	c.mu.Unlock()
 	var first *PanicError
-	for _, rt := range rts {
-		if pe := rt.fireTimers(false); pe != nil && first == nil {
+	k := 0
+	defer func() {
+		if k < len(rts) {
+			// A waker called runtime.Goexit while rts[k] fired its timers (it woke that
+			// runtime's other fired timers itself): this goroutine is ending, and nobody
+			// else would fire the timers of the runtimes after it.
+			for _, rt := range rts[k+1:] {
+				if pe := rt.fireTimers(false); pe != nil {
+					reportWakerPanic(pe)
+				}
+			}
+		}
+	}()
+	for ; k < len(rts); k++ {
+		if pe := rts[k].fireTimers(false); pe != nil && first == nil {
 			first = pe
 		}
 	}

@@ -13,15 +13,22 @@ import (
 // n-ary ones give each child its own waker and re-poll only the children that were woken
 // (like Tokio's FuturesUnordered), and stop polling children when the task's budget is
 // spent (the task yields and the next poll resumes where this one stopped), so a JoinAll
-// of n futures costs O(n) child polls in all, however many are ready at once.
+// of n futures costs O(n) child polls in all, however many are ready at once. JoinAll
+// and All over JoinHandles read the handles in order instead, waiting for the first
+// unfinished one, as a loop of Wait does: a task runs whether or not its handle is
+// polled, so they finish as soon as the last task does, without a waker in every
+// handle.
 //
 // Ordering: when several children are ready in the same poll, the one with the lowest
 // index (among those polled) wins a select. Cancellation: a child that loses a select, or
 // the rest of a TryJoin after an error, is dropped (its Drop runs) and never polled
-// again; dropping a combinator drops its unfinished children. A finished combinator
-// polled again returns the same result without polling any child.
+// again; dropping a combinator drops its unfinished children (every one of them, even
+// when the Drop of one panics: the panic goes on after the others were dropped). A
+// finished combinator polled again returns the same result without polling any child.
 //
-// The n-ary combinators read the caller's slice of futures and never write to it; the
+// The n-ary combinators (JoinAll, TryJoin, All, SelectN, Race) take futures of any one
+// type F: a []JoinHandle[T] is passed as it is, each handle polled without being boxed
+// in an interface. They read the caller's slice of futures and never write to it; the
 // caller must not change it until the combinator has finished or been dropped.
 
 // Tuple2 is the value of Join2.
@@ -35,6 +42,31 @@ type Tuple3[A, B, C any] struct {
 	V1 A
 	V2 B
 	V3 C
+}
+
+// dropEach calls drop(0), ..., drop(n-1). A drop that panics or calls runtime.Goexit
+// does not keep the later ones from running: they run from a deferred call while it
+// unwinds, then the panic (or Goexit) goes on. A combinator forgets the children it
+// drops and is itself dropped once, so a child skipped here would never be dropped (a
+// timer left in the wheel, a resource never released).
+func dropEach(n int, drop func(i int)) { dropFrom(0, n, drop) }
+
+// dropFrom calls drop(i), ..., drop(n-1), as dropEach does.
+func dropFrom(i, n int, drop func(i int)) {
+	for ; i < n; i++ {
+		dropOne(i, n, drop)
+	}
+}
+
+func dropOne(i, n int, drop func(i int)) {
+	ok := false
+	defer func() {
+		if !ok { // unwinding from drop(i): drop the rest before the panic goes on
+			dropFrom(i+1, n, drop)
+		}
+	}()
+	drop(i)
+	ok = true
 }
 
 type join2[A, B any] struct {
@@ -55,12 +87,16 @@ func (j *join2[A, B]) Poll(cx *Context) (Tuple2[A, B], bool) {
 }
 
 func (j *join2[A, B]) Drop() {
-	if !j.da {
-		Drop(j.a)
-	}
-	if !j.db {
-		Drop(j.b)
-	}
+	dropEach(2, func(i int) {
+		switch {
+		case i == 0 && !j.da:
+			j.da = true
+			Drop(j.a)
+		case i == 1 && !j.db:
+			j.db = true
+			Drop(j.b)
+		}
+	})
 }
 
 // Join2 waits for both futures, polling them concurrently, and returns both values.
@@ -90,15 +126,19 @@ func (j *join3[A, B, C]) Poll(cx *Context) (Tuple3[A, B, C], bool) {
 }
 
 func (j *join3[A, B, C]) Drop() {
-	if !j.da {
-		Drop(j.a)
-	}
-	if !j.db {
-		Drop(j.b)
-	}
-	if !j.dc {
-		Drop(j.c)
-	}
+	dropEach(3, func(i int) {
+		switch {
+		case i == 0 && !j.da:
+			j.da = true
+			Drop(j.a)
+		case i == 1 && !j.db:
+			j.db = true
+			Drop(j.b)
+		case i == 2 && !j.dc:
+			j.dc = true
+			Drop(j.c)
+		}
+	})
 }
 
 // Join3 waits for three futures, polling them concurrently.
@@ -143,12 +183,15 @@ func (s *select2[A, B]) finish(winner int) {
 	s.done = true
 	a, b := s.a, s.b
 	s.a, s.b = nil, nil
-	if winner != 0 {
-		Drop(a)
-	}
-	if winner != 1 {
-		Drop(b)
-	}
+	dropEach(2, func(i int) {
+		switch {
+		case i == winner:
+		case i == 0:
+			Drop(a)
+		default:
+			Drop(b)
+		}
+	})
 }
 
 func (s *select2[A, B]) Drop() {
@@ -205,15 +248,17 @@ func (s *select3[A, B, C]) finish(winner int) {
 	s.done = true
 	a, b, c := s.a, s.b, s.c
 	s.a, s.b, s.c = nil, nil, nil
-	if winner != 0 {
-		Drop(a)
-	}
-	if winner != 1 {
-		Drop(b)
-	}
-	if winner != 2 {
-		Drop(c)
-	}
+	dropEach(3, func(i int) {
+		switch {
+		case i == winner:
+		case i == 0:
+			Drop(a)
+		case i == 1:
+			Drop(b)
+		default:
+			Drop(c)
+		}
+	})
 }
 
 func (s *select3[A, B, C]) Drop() {
@@ -251,7 +296,11 @@ type group struct {
 	// the children pushed meanwhile need no wake of their own: one parent wake per poll,
 	// not one per child.
 	notified atomic.Bool
-	chunks   []childChunk // the children's wakers: child i's is chunks[i/64].slots[i%64]
+	// gone is set once the combinator has finished or been dropped: its children's
+	// wakers are then useless to whoever keeps them (see childSlot.waiterGone).
+	gone   atomic.Bool
+	chunks []childChunk // the children's wakers: child i's is chunks[i/64].slots[i%64]
+	n      int32        // the number of children (next, queued and chunks are made lazily)
 }
 
 // Child wakers. A Waker must point at something that identifies the child and its
@@ -281,7 +330,36 @@ func (s *childSlot) wake(cx *Context) {
 	c.g.wakeChild(c.base+int32(k), cx)
 }
 
+// waker returns child i's Waker. Only the poller calls it (through Context.Waker, while it
+// polls child i), so the first call can allocate the wakers' storage without a lock: a
+// join whose children are all ready at once never calls it and allocates none. Wakers
+// reach that storage only through a Waker made here, whose hand-over to another
+// goroutine (a JoinHandle's CAS, a mutex) orders our writes before their reads.
+// waiterGone reports that this child's waker need not be kept by what it waits on (a
+// JoinHandle prunes such entries from its list of waiters): the combinator has finished
+// or been dropped, or the task (or outer combinator) polling it is gone, which covers a
+// combinator abandoned without Drop.
+func (s *childSlot) waiterGone() bool {
+	c := (*childChunk)(unsafe.Add(unsafe.Pointer(s), -int(slotsOffset)-int(*s)))
+	return c.g.waiterGone()
+}
+
+func (g *group) waiterGone() bool {
+	if g.gone.Load() {
+		return true
+	}
+	p := g.parent.Load()
+	if p == nil {
+		return false
+	}
+	w, ok := p.t.(interface{ waiterGone() bool })
+	return ok && w.waiterGone()
+}
+
 func (g *group) waker(i int32) Waker {
+	if g.chunks == nil {
+		g.alloc()
+	}
 	return Waker{t: &g.chunks[uint32(i)/chunkSize].slots[uint32(i)%chunkSize]}
 }
 
@@ -304,20 +382,22 @@ func (g *group) wakeChild(i int32, cx *Context) {
 	}
 }
 
-func newGroup(n int) *group {
-	g := &group{
-		next:   make([]int32, n),
-		queued: make([]atomic.Uint64, (n+63)/64),
-		chunks: make([]childChunk, (n+chunkSize-1)/chunkSize),
-	}
-	for c := range g.chunks {
-		ch := &g.chunks[c]
+func newGroup(n int) *group { return &group{n: int32(n)} }
+
+// alloc makes the storage of the children's wakers and of the woken-children stack.
+func (g *group) alloc() {
+	n := int(g.n)
+	g.next = make([]int32, n)
+	g.queued = make([]atomic.Uint64, (n+63)/64)
+	chunks := make([]childChunk, (n+chunkSize-1)/chunkSize)
+	for c := range chunks {
+		ch := &chunks[c]
 		ch.g, ch.base = g, int32(c*chunkSize)
 		for k := range ch.slots {
 			ch.slots[k] = childSlot(k)
 		}
 	}
-	return g
+	g.chunks = chunks
 }
 
 // setParent records the parent's waker, when it changed.
@@ -346,10 +426,12 @@ func (g *group) take(buf []int32) []int32 {
 }
 
 // nary holds the children of an n-ary combinator. fs is the caller's slice: it is read,
-// never written (done says which children are finished or dropped).
-type nary[T any] struct {
-	fs   []Future[T]
-	done []bool
+// never written (done says which children are finished or dropped). F is the children's
+// type: a concrete F (a []JoinHandle[int]) is polled without boxing each child in an
+// interface.
+type nary[T any, F Future[T]] struct {
+	fs   []F
+	done []uint64 // bit i: child i finished or was dropped
 	left int
 	g    *group
 	// first is the next child of the first pass, which polls every child once in index
@@ -361,11 +443,30 @@ type nary[T any] struct {
 	batch []int32
 	pos   int
 	out   []T // where a nil onReady stores values
+	// ordered: stop the first pass at the first pending child (see inOrder).
+	ordered bool
 }
 
-func newNary[T any](fs []Future[T]) nary[T] {
-	return nary[T]{fs: fs, done: make([]bool, len(fs)), left: len(fs)}
+func newNary[T any, F Future[T]](fs []F) nary[T, F] {
+	return nary[T, F]{fs: fs, done: make([]uint64, (len(fs)+63)/64), left: len(fs)}
 }
+
+// inOrder makes the first pass of a join that waits for every child (JoinAll, All)
+// stop at the first pending child when the children are JoinHandles. A handle's task
+// runs whether or not anyone polls the handle, so polling the later ones now gains
+// nothing: it would only register a waker with each (two CAS) and take a wake from each
+// (more atomics, and a re-poll), where waiting for the first pending one and then
+// reading on, as a loop of Wait does, finds most of them finished. The join still
+// finishes when the last task does; it only notices the others later.
+func (n *nary[T, F]) inOrder() {
+	var zero F
+	if _, ok := any(zero).(interface{ joinHandle() }); ok {
+		n.ordered = true
+	}
+}
+
+// joinHandle marks JoinHandle types for nary.inOrder.
+func (JoinHandle[T]) joinHandle() {}
 
 // poll polls the woken children, calling onReady for each that finishes; onReady
 // returns false to stop (a select has its winner, a TryJoin its error). A nil onReady
@@ -376,20 +477,53 @@ func newNary[T any](fs []Future[T]) nary[T] {
 // budget is spent the loop stops at once (every leaf would refuse and re-wake its child,
 // O(n) per poll) and the task yields; and a poll takes the queue of woken children at
 // most once, so a child that wakes itself when polled (a yield) runs once per poll.
-func (n *nary[T]) poll(cx *Context, onReady func(i int, v T) bool) {
-	saved := cx.waker
+func (n *nary[T, F]) poll(cx *Context, onReady func(i int, v T) bool) {
 	if n.g == nil {
 		n.g = newGroup(len(n.fs))
 	}
 	g := n.g
-	g.setParent(saved)
-	defer func() { cx.waker = saved }()
+	g.setParent(cx.Waker())
+	// Children see their own waker through cx.child and cx.childIdx (see Context), which
+	// we restore however we leave, a panic or Goexit in a child included: the Context
+	// is the task's, reused after us.
+	savedG, savedI := cx.child, cx.childIdx
+	defer func() { cx.child, cx.childIdx = savedG, savedI }()
+	cx.child = g
+	// The first pass, in a loop of its own: for a join of finished handles it is nearly
+	// all the work, so it keeps to a budget check, the poll and the bookkeeping.
+	for i := n.first; i < len(n.fs); i++ {
+		if cx.budgetSpent() {
+			n.first = i
+			cx.child, cx.childIdx = savedG, savedI
+			cx.wakeSelfYield()
+			return
+		}
+		n.first = i + 1 // before the poll: a child that panics is not polled again
+		cx.childIdx = int32(i)
+		v, ok := n.fs[i].Poll(cx)
+		if !ok {
+			if n.ordered {
+				// Resume here when child i wakes us. Take the woken queue, which holds
+				// only children up to i (none after it has been polled), so that its
+				// notified flag is clear: the next child to wake must wake us again.
+				n.first = i
+				n.batch, n.pos = g.take(n.batch)[:0], 0
+				return
+			}
+			continue
+		}
+		n.done[uint32(i)/64] |= 1 << (uint32(i) % 64)
+		n.left--
+		if onReady == nil {
+			n.out[i] = v
+		} else if !onReady(i, v) {
+			return
+		}
+	}
 	took := false
 	for {
 		var i int32
 		switch {
-		case n.first < len(n.fs):
-			i = int32(n.first)
 		case n.pos < len(n.batch):
 			i = n.batch[n.pos]
 		case took:
@@ -400,24 +534,20 @@ func (n *nary[T]) poll(cx *Context, onReady func(i int, v T) bool) {
 		}
 		if cx.budgetSpent() {
 			// Every leaf would refuse now. Yield: the next poll resumes here.
-			cx.waker = saved
+			cx.child, cx.childIdx = savedG, savedI
 			cx.wakeSelfYield()
 			return
 		}
-		if n.first < len(n.fs) {
-			n.first++
-		} else {
-			n.pos++
-		}
-		if n.done[i] {
+		n.pos++
+		if n.isDone(i) {
 			continue
 		}
-		cx.waker = g.waker(i)
+		cx.childIdx = i
 		v, ok := n.fs[i].Poll(cx)
 		if !ok {
 			continue
 		}
-		n.done[i] = true
+		n.done[uint32(i)/64] |= 1 << (uint32(i) % 64)
 		n.left--
 		if onReady == nil {
 			n.out[i] = v
@@ -427,47 +557,70 @@ func (n *nary[T]) poll(cx *Context, onReady func(i int, v T) bool) {
 	}
 }
 
-// dropRest drops every unfinished child.
-func (n *nary[T]) dropRest() {
-	for i, f := range n.fs {
-		if !n.done[i] {
-			n.done[i] = true
-			Drop(f)
-		}
+// isDone reports whether child i has finished or been dropped.
+func (n *nary[T, F]) isDone(i int32) bool { return n.done[uint32(i)/64]&(1<<(uint32(i)%64)) != 0 }
+
+// finished marks the children's wakers gone once every child is done.
+func (n *nary[T, F]) finished() {
+	if n.g != nil {
+		n.g.gone.Store(true)
 	}
-	n.left = 0
-	n.first, n.batch, n.pos = len(n.fs), nil, 0
 }
 
-type joinAll[T any] struct {
-	n   nary[T]
+// dropRest drops every unfinished child.
+func (n *nary[T, F]) dropRest() {
+	n.finished()
+	n.left = 0
+	n.first, n.batch, n.pos = len(n.fs), nil, 0
+	dropEach(len(n.fs), func(i int) {
+		if !n.isDone(int32(i)) {
+			n.done[uint32(i)/64] |= 1 << (uint32(i) % 64)
+			Drop(n.fs[i])
+		}
+	})
+}
+
+type joinAll[T any, F Future[T]] struct {
+	n   nary[T, F]
 	out []T
 }
 
-func (j *joinAll[T]) Poll(cx *Context) ([]T, bool) {
+func (j *joinAll[T, F]) Poll(cx *Context) ([]T, bool) {
 	if j.n.left > 0 {
 		j.n.poll(cx, nil)
+		if j.n.left == 0 {
+			j.n.finished()
+		}
 	}
 	return j.out, j.n.left == 0
 }
 
-func (j *joinAll[T]) Drop() { j.n.dropRest() }
+func (j *joinAll[T, F]) Drop() { j.n.dropRest() }
 
-// JoinAll waits for every future and returns their values in argument order.
-func JoinAll[T any](fs ...Future[T]) Future[[]T] {
+// JoinAll waits for every future and returns their values in argument order. The futures
+// are polled concurrently; JoinHandles, whose tasks run whether polled or not, are read
+// in order, each awaited only once the ones before it have finished.
+//
+// The futures may be of any one type F: JoinAll(hs...) with a []JoinHandle[int] awaits
+// the handles directly, and JoinAll(Ready(1), Ready(2)) joins two Future[int]. Futures
+// of different concrete types are joined as interface values: convert them, or give the
+// type arguments, JoinAll[int, Future[int]](Sleep(d1), Map(...)). The same holds for
+// TryJoin, All, SelectN and Race.
+func JoinAll[T any, F Future[T]](fs ...F) Future[[]T] {
 	out := make([]T, len(fs))
-	n := newNary(fs)
+	n := newNary[T](fs)
 	n.out = out
-	return &joinAll[T]{n: n, out: out}
+	n.inOrder()
+	return &joinAll[T, F]{n: n, out: out}
 }
 
-type tryJoin[T any] struct {
-	n   nary[Result[T]]
+type tryJoin[T any, F Future[Result[T]]] struct {
+	n   nary[Result[T], F]
 	out []T
 	err error
 }
 
-func (j *tryJoin[T]) Poll(cx *Context) (Result[[]T], bool) {
+func (j *tryJoin[T, F]) Poll(cx *Context) (Result[[]T], bool) {
 	if j.err == nil && j.n.left > 0 {
 		j.n.poll(cx, func(i int, r Result[T]) bool {
 			if r.Err != nil {
@@ -485,10 +638,11 @@ func (j *tryJoin[T]) Poll(cx *Context) (Result[[]T], bool) {
 	if j.n.left > 0 {
 		return Result[[]T]{}, false
 	}
+	j.n.finished()
 	return Result[[]T]{Value: j.out}, true
 }
 
-func (j *tryJoin[T]) Drop() { j.n.dropRest() }
+func (j *tryJoin[T, F]) Drop() { j.n.dropRest() }
 
 // TryJoin waits for every future to succeed and returns their values in argument order.
 // The first error wins: the remaining futures are dropped and the error is returned.
@@ -498,17 +652,20 @@ func (j *tryJoin[T]) Drop() { j.n.dropRest() }
 // blitz.TryJoin, despite the name, waits for all of its functions and returns the first
 // error in argument order; errgroup's Wait waits for all and returns the first error in
 // time. To wait for every future and see every error, use All.
-func TryJoin[T any](fs ...Future[Result[T]]) Future[Result[[]T]] {
-	return &tryJoin[T]{n: newNary(fs), out: make([]T, len(fs))}
+//
+// TryJoin(hs...) with a []JoinHandle[T] awaits the handles directly (see JoinAll for
+// futures of different types).
+func TryJoin[T any, F Future[Result[T]]](fs ...F) Future[Result[[]T]] {
+	return &tryJoin[T, F]{n: newNary[Result[T]](fs), out: make([]T, len(fs))}
 }
 
-type all[T any] struct {
-	n    nary[Result[T]]
+type all[T any, F Future[Result[T]]] struct {
+	n    nary[Result[T], F]
 	out  []T
 	errs []error
 }
 
-func (a *all[T]) Poll(cx *Context) (Result[[]T], bool) {
+func (a *all[T, F]) Poll(cx *Context) (Result[[]T], bool) {
 	if a.n.left > 0 {
 		a.n.poll(cx, func(i int, r Result[T]) bool {
 			a.out[i] = r.Value
@@ -521,16 +678,20 @@ func (a *all[T]) Poll(cx *Context) (Result[[]T], bool) {
 	if a.n.left > 0 {
 		return Result[[]T]{}, false
 	}
+	a.n.finished()
 	return Result[[]T]{Value: a.out, Err: errors.Join(a.errs...)}, true
 }
 
-func (a *all[T]) Drop() { a.n.dropRest() }
+func (a *all[T, F]) Drop() { a.n.dropRest() }
 
 // All waits for every future, whether it fails or not (nothing is cancelled), and
 // returns all values in argument order with the errors joined (errors.Join; nil if none
-// failed). Use TryJoin to stop at the first error instead.
-func All[T any](fs ...Future[Result[T]]) Future[Result[[]T]] {
-	return &all[T]{n: newNary(fs), out: make([]T, len(fs))}
+// failed). Use TryJoin to stop at the first error instead. See JoinAll for futures of
+// different types.
+func All[T any, F Future[Result[T]]](fs ...F) Future[Result[[]T]] {
+	a := &all[T, F]{n: newNary[Result[T]](fs), out: make([]T, len(fs))}
+	a.n.inOrder()
+	return a
 }
 
 // Selected is the value of SelectN: the index of the winning future and its value.
@@ -539,13 +700,13 @@ type Selected[T any] struct {
 	Value T
 }
 
-type selectN[T any] struct {
-	n    nary[T]
+type selectN[T any, F Future[T]] struct {
+	n    nary[T, F]
 	win  Selected[T]
 	done bool
 }
 
-func (s *selectN[T]) Poll(cx *Context) (Selected[T], bool) {
+func (s *selectN[T, F]) Poll(cx *Context) (Selected[T], bool) {
 	if !s.done {
 		s.n.poll(cx, func(i int, v T) bool {
 			s.win = Selected[T]{Index: i, Value: v}
@@ -560,19 +721,20 @@ func (s *selectN[T]) Poll(cx *Context) (Selected[T], bool) {
 	return s.win, true
 }
 
-func (s *selectN[T]) Drop() { s.n.dropRest() }
+func (s *selectN[T, F]) Drop() { s.n.dropRest() }
 
 // SelectN waits for the first of fs to finish and returns its index and value; the others
-// are dropped. It panics if fs is empty (it could never finish).
-func SelectN[T any](fs ...Future[T]) Future[Selected[T]] {
+// are dropped. It panics if fs is empty (it could never finish). See JoinAll for futures
+// of different types.
+func SelectN[T any, F Future[T]](fs ...F) Future[Selected[T]] {
 	if len(fs) == 0 {
 		panic("blitzio: SelectN of no futures")
 	}
-	return &selectN[T]{n: newNary(fs)}
+	return &selectN[T, F]{n: newNary[T](fs)}
 }
 
 // Race is SelectN without the index: the first value wins, the other futures are
 // dropped. It panics if fs is empty.
-func Race[T any](fs ...Future[T]) Future[T] {
-	return Map(SelectN(fs...), func(s Selected[T]) T { return s.Value })
+func Race[T any, F Future[T]](fs ...F) Future[T] {
+	return Map(SelectN[T](fs...), func(s Selected[T]) T { return s.Value })
 }

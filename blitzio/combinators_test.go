@@ -159,7 +159,7 @@ func TestJoinAllTryJoinAll(t *testing.T) {
 	}
 	bad := errors.New("bad")
 	a, c := newManual[Result[int]](), newManual[Result[int]]()
-	h := spawnPolled(t, rt, TryJoin[int](a, Ready(Result[int]{Value: 2}), c), a, c)
+	h := spawnPolled(t, rt, TryJoin[int, Future[Result[int]]](a, Ready(Result[int]{Value: 2}), c), a, c)
 	c.complete(Result[int]{Err: bad})
 	r, _ := waitHandle(t, h)
 	if !errors.Is(r.Err, bad) || a.drops.Load() != 1 {

@@ -63,11 +63,19 @@ func (r Result[T]) Get() (T, error) { return r.Value, r.Err }
 // runtime it runs on, and the task's cooperative budget. One Context is reused for every
 // poll a worker makes, so it must not be retained after Poll returns.
 type Context struct {
-	waker  Waker
-	rt     *Runtime
-	w      *worker // the worker polling, nil when polled by BlockOn or by hand
-	task   *header // the task being polled by w
-	budget int32
+	// waker is the Waker of the task (or BlockOn, or hand-made Context) being polled.
+	// While an n-ary combinator polls its child childIdx, child is the combinator's
+	// group and Waker() returns that child's waker instead, made on demand: polling a
+	// child that is ready at once then writes no pointer into the Context (a write
+	// barrier per child while the garbage collector marks, the largest cost of a join
+	// of many finished handles).
+	waker    Waker
+	child    *group
+	rt       *Runtime
+	w        *worker // the worker polling, nil when polled by BlockOn or by hand
+	task     *header // the task being polled by w
+	budget   int32
+	childIdx int32
 	// yield is set by Yield during a worker's poll: the worker re-queues the task at the
 	// back of its queue with one CAS, instead of a wake (CAS) plus the idle transition.
 	yield bool
@@ -76,8 +84,8 @@ type Context struct {
 	timerPushes uint8
 }
 
-// budgetPerPoll is the cooperative budget a task gets for one poll (seed 003: 128 polls
-// per tick). Every leaf future that completes consumes one unit; when the budget is spent a
+// budgetPerPoll is the cooperative budget a task gets for one poll (Tokio's is 128 as
+// well). Every leaf future that completes consumes one unit; when the budget is spent a
 // leaf returns pending and re-schedules the task, so a task that loops over futures which
 // are always ready cannot monopolise its worker.
 const budgetPerPoll = 128
@@ -99,7 +107,12 @@ func NewContext(rt *Runtime, w Waker) *Context {
 
 // Waker returns the waker of the task being polled. Copy it freely; it stays valid after
 // Poll returns.
-func (cx *Context) Waker() Waker { return cx.waker }
+func (cx *Context) Waker() Waker {
+	if cx.child != nil {
+		return cx.child.waker(cx.childIdx)
+	}
+	return cx.waker
+}
 
 // Runtime returns the runtime the future is polled on (nil for a hand-made Context
 // without one).
@@ -134,7 +147,7 @@ func (cx *Context) Yield() { cx.wakeSelfYield() }
 
 // wakeSelfYield re-schedules the polled task at the back of its worker's queue.
 func (cx *Context) wakeSelfYield() {
-	if cx.w != nil && cx.task != nil {
+	if cx.w != nil && cx.task != nil && cx.child == nil {
 		if h, ok := cx.waker.t.(*header); ok && h == cx.task {
 			// We are polling h right now, so only this worker can act on the request:
 			// no atomic needed until the poll ends (worker.poll).
@@ -142,7 +155,7 @@ func (cx *Context) wakeSelfYield() {
 			return
 		}
 	}
-	cx.waker.Wake()
+	cx.Waker().Wake()
 }
 
 // Waker wakes a task: it tells the runtime that polling the task again can make

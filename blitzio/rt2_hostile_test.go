@@ -157,7 +157,7 @@ func TestHostileJoinWaitersBoundedUnderSelectLoop(t *testing.T) {
 	loop := Spawn(rt, PollFn(func(cx *Context) (int, bool) {
 		for i < iters {
 			if sel == nil {
-				sel = SelectN(h, Map(YieldNow(), func(struct{}) Result[int] { return Result[int]{Value: -1} }))
+				sel = SelectN[Result[int], Future[Result[int]]](h, Map(YieldNow(), func(struct{}) Result[int] { return Result[int]{Value: -1} }))
 			}
 			r, ok := sel.Poll(cx)
 			if !ok {

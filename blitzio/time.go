@@ -105,7 +105,7 @@ func (s *SleepFuture) Poll(cx *Context) (struct{}, bool) {
 			prev := s.rt
 			s.rt = rt
 			s.entry.ownerState = sleepRegistered
-			if rt.registerTimer(cx, prev, &s.entry, rt.deadlineTick(at), rt.nowTick(now), cx.waker) {
+			if rt.registerTimer(cx, prev, &s.entry, rt.deadlineTick(at), rt.nowTick(now), cx.Waker()) {
 				return struct{}{}, false
 			}
 		}
@@ -113,10 +113,10 @@ func (s *SleepFuture) Poll(cx *Context) (struct{}, bool) {
 	case sleepRegistered:
 		if timerFired(&s.entry) {
 			s.entry.ownerState = sleepDone
-		} else if !s.entry.waker.WillWake(cx.waker) {
+		} else if w := cx.Waker(); !s.entry.waker.WillWake(w) {
 			// Reading entry.waker without the lock is safe: only the poller writes it
 			// (before publishing the entry, or under the lock), and firing does not.
-			if s.rt.updateTimerWaker(&s.entry, cx.waker) {
+			if s.rt.updateTimerWaker(&s.entry, w) {
 				return struct{}{}, false
 			}
 			s.entry.ownerState = sleepDone
@@ -291,8 +291,14 @@ func (f *timeoutFuture[T]) Drop() {
 	}
 	inner := f.inner
 	f.finish(Result[T]{Err: ErrCancelled})
-	Drop(inner)
-	f.sleep.Drop()
+	// The sleep is dropped even if inner's Drop panics: its timer must leave the wheel.
+	dropEach(2, func(i int) {
+		if i == 0 {
+			Drop(inner)
+		} else {
+			f.sleep.Drop()
+		}
+	})
 }
 
 // Timeout runs f with a time limit of d (counted from the first poll). If f finishes
@@ -310,4 +316,24 @@ func Deadline[T any](t time.Time, f Future[T]) Future[Result[T]] {
 	tf.sleep.until = &tf.until
 	tf.sleep.entry.ownerMode = sleepUntil
 	return tf
+}
+
+// TryTimeout is Timeout for a future that can fail by itself (a JoinHandle, a TryJoin,
+// anything of type Future[Result[T]]): instead of a Result[Result[T]] to unwrap twice,
+// its result is f's own Result when f finishes in time, and ErrTimeout otherwise. Tell
+// the two failures apart with errors.Is(err, ErrTimeout).
+func TryTimeout[T any](d time.Duration, f Future[Result[T]]) Future[Result[T]] {
+	return Map(Timeout(d, f), flattenResult[T])
+}
+
+// TryDeadline is TryTimeout with an absolute deadline on the runtime's clock.
+func TryDeadline[T any](t time.Time, f Future[Result[T]]) Future[Result[T]] {
+	return Map(Deadline(t, f), flattenResult[T])
+}
+
+func flattenResult[T any](r Result[Result[T]]) Result[T] {
+	if r.Err != nil {
+		return Result[T]{Err: r.Err}
+	}
+	return r.Value
 }

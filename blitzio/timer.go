@@ -126,19 +126,41 @@ func wakeAllCollect(wakers []Waker) (first *PanicError) {
 // wakeUntilPanic wakes ws in order; if a waker panics it records the first panic and
 // returns the wakers after it. One deferred recover for the whole loop keeps the common
 // path (no panic) as cheap as a plain loop.
+//
+// A waker that calls runtime.Goexit cannot be stopped: the goroutine ends once its
+// deferred calls have run. Every timer in ws was already marked fired, so nobody would
+// ever call the wakers after it: the deferred call wakes them before the goroutine goes,
+// and reports the Goexit (and a panic of those wakers) by reportWakerPanic, since no
+// caller will see it. The caller's own work after wakeAll is lost with the goroutine:
+// callers wake only after releasing what they hold (the timer lock, the timer duty, a
+// worker's parked bit), and a worker that exits this way is replaced.
 func wakeUntilPanic(ws []Waker, first **PanicError) (rest []Waker) {
 	i := 0
+	returned := false
 	defer func() {
+		if returned {
+			return
+		}
 		if r := recover(); r != nil {
 			if *first == nil {
 				*first = newPanicError(r, false)
 			}
 			rest = ws[i+1:]
+			return
+		}
+		// runtime.Goexit in ws[i].
+		log.Printf("blitzio: a Waker called runtime.Goexit while the runtime was firing timers; every other fired timer is woken, then the goroutine exits (a worker is replaced)\n%s", stack())
+		if pe := wakeAllCollect(ws[i+1:]); pe != nil {
+			reportWakerPanic(pe)
+		}
+		if *first != nil {
+			reportWakerPanic(*first) // the caller that would have re-raised it is gone
 		}
 	}()
 	for ; i < len(ws); i++ {
 		ws[i].Wake()
 	}
+	returned = true
 	return nil
 }
 

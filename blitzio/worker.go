@@ -312,13 +312,16 @@ func (w *worker) park() {
 		next, ok := rt.timers.w.nextExpiration()
 		rt.timers.mu.Unlock()
 		if len(wakers) > 0 {
-			// Some were already due: run their tasks instead of parking.
-			wakeAll(wakers)
+			// Some were already due: run their tasks instead of parking. Wake them after
+			// giving up the parked bit and the timer duty: a waker that calls
+			// runtime.Goexit ends this goroutine in wakeAll (run replaces the worker), and
+			// must not leave either held, or no worker would drive the timers again.
 			if !rt.idle.clear(w.id) {
 				<-w.unpark // someone cleared our bit and counted us as searching
 				w.searching = true
 			}
 			rt.releaseTimerDriver()
+			wakeAll(wakers)
 			return
 		}
 		if ok {
