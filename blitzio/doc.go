@@ -29,8 +29,8 @@
 //     while it waits unwinds the function, so its deferred calls run and the future it
 //     awaited is dropped: abort-safe without WithDrop.
 //
-//   - Composition: Map, AndThen (AndThenF when the callback returns a concrete future
-//     type such as *SleepFuture), Lazy, YieldNow, Sleep, Timeout, the combinators
+//   - Composition: Map, AndThen (its callback may return a concrete future type such
+//     as *SleepFuture), Lazy, YieldNow, Sleep, Timeout, the combinators
 //     (Join2, Join3, JoinAll, TryJoin, All, Select2, Select3, SelectN, Race); for
 //     futures of Result values Then, MapOk, MapErr and OrElse; Loop with Step for state
 //     machines (ExampleLoop_retry is the retry in 12 lines); MapLimit for fan-out with a

@@ -294,83 +294,54 @@ func (l *lazyFuture[T]) Poll(*Context) (T, bool) {
 func Lazy[T any](f func() T) Future[T] { return &lazyFuture[T]{f: f} }
 
 type mapFuture[A, B any] struct {
-	inner Future[A] // nil once finished
+	inner Future[A] // nil once finished, failed or dropped
 	fn    func(A) B
 	out   B
+	state uint8 // mapRunning, mapDone, mapDropped or mapFailed
 }
 
+const (
+	mapRunning uint8 = iota
+	mapDone
+	mapDropped // Drop was called before it finished
+	mapFailed  // fn panicked
+)
+
 func (m *mapFuture[A, B]) Poll(cx *Context) (B, bool) {
-	if m.inner == nil {
+	switch m.state {
+	case mapDone:
 		return m.out, true
+	case mapDropped:
+		panic(errPolledAfterDrop)
+	case mapFailed:
+		panic("blitzio: Map's future polled again after its function panicked")
 	}
 	a, ok := m.inner.Poll(cx)
 	if !ok {
 		var zero B
 		return zero, false
 	}
-	// Finished before fn runs: a panicking fn leaves no child to poll again.
-	m.inner = nil
+	// Finished before fn runs, so a panicking fn leaves no child to poll again; the
+	// state says so until fn returns, so the future never reports a value fn did not make.
+	m.inner, m.state = nil, mapFailed
 	m.out = m.fn(a)
-	m.fn = nil
+	m.fn, m.state = nil, mapDone
 	return m.out, true
 }
 
 func (m *mapFuture[A, B]) Drop() {
-	if m.inner != nil {
-		Drop(m.inner)
-		m.inner = nil
+	if m.state != mapRunning {
+		return // finished futures hold nothing; Drop is idempotent
 	}
+	m.state = mapDropped
+	inner := m.inner
+	m.inner = nil
+	Drop(inner)
 }
 
 // Map returns a future that is f's value transformed by fn.
 func Map[A, B any](f Future[A], fn func(A) B) Future[B] {
 	return &mapFuture[A, B]{inner: f, fn: fn}
-}
-
-type andThenFuture[A, B any] struct {
-	first  Future[A]
-	fn     func(A) Future[B]
-	second Future[B]
-	out    B
-	done   bool
-}
-
-func (t *andThenFuture[A, B]) Poll(cx *Context) (B, bool) {
-	if t.done {
-		return t.out, true
-	}
-	if t.second == nil {
-		a, ok := t.first.Poll(cx)
-		if !ok {
-			var zero B
-			return zero, false
-		}
-		t.first = nil
-		fn := t.fn
-		t.fn = nil
-		t.second = fn(a)
-	}
-	v, ok := t.second.Poll(cx)
-	if ok {
-		t.out, t.done, t.second = v, true, nil
-	}
-	return v, ok
-}
-
-func (t *andThenFuture[A, B]) Drop() {
-	if t.second != nil {
-		Drop(t.second)
-		t.second = nil
-	} else if t.first != nil {
-		Drop(t.first)
-		t.first = nil
-	}
-}
-
-// AndThen returns a future that runs f, passes its value to fn, and then runs the future
-// fn returns: sequencing two asynchronous steps.
-func AndThen[A, B any](f Future[A], fn func(A) Future[B]) Future[B] {
-	return &andThenFuture[A, B]{first: f, fn: fn}
 }
 
 type erased[T any] struct{ inner Future[T] }

@@ -10,18 +10,20 @@ import (
 //
 // Their callbacks may return any concrete future type (a *SleepFuture, a JoinHandle, a
 // Future[T] interface value...): the future type is a type parameter inferred from the
-// callback, so func(struct{}) *SleepFuture is accepted where AndThen's
-// func(A) Future[B] is not.
+// callback, so func(struct{}) *SleepFuture is accepted as well as func(A) Future[B].
 
-// AndThenF is AndThen for a callback that returns a concrete future type: it runs f,
-// passes its value to fn, and then runs the future fn returns.
+// AndThen returns a future that runs f, passes its value to fn, and then runs the future
+// fn returns: sequencing two asynchronous steps. fn may return any future type, an
+// interface or a concrete one; B is inferred from it:
 //
-//	blitzio.AndThenF(first, func(struct{}) *blitzio.SleepFuture { return blitzio.Sleep(d) })
+//	blitzio.AndThen(first, func(struct{}) *blitzio.SleepFuture { return blitzio.Sleep(d) })
+//	blitzio.AndThen(first, func(n int) blitzio.Future[string] { return blitzio.Ready(fmt.Sprint(n)) })
 //
-// The future fn returns is kept by value (no interface conversion).
-func AndThenF[A, B any, FB Future[B]](f Future[A], fn func(A) FB) Future[B] {
+// The future fn returns is kept by value (no interface conversion). AndThen panics if f
+// or fn is nil, or when polled after Drop.
+func AndThen[A, B any, FB Future[B]](f Future[A], fn func(A) FB) Future[B] {
 	if isNilFuture(f) || fn == nil {
-		panic("blitzio: AndThenF called with a nil future or function")
+		panic("blitzio: AndThen called with a nil future or function")
 	}
 	return &andThenF[A, B, FB]{first: f, fn: fn}
 }
@@ -58,7 +60,7 @@ func (t *andThenF[A, B, FB]) Poll(cx *Context) (B, bool) {
 		t.fn = nil
 		t.second, t.started = fn(a), true // started first: a panicking fn is not called again
 		if isNilFuture(t.second) {
-			panic("blitzio: the function given to AndThenF, Then or OrElse returned a nil future")
+			panic("blitzio: the function given to AndThen, Then or OrElse returned a nil future")
 		}
 	}
 	v, ok := t.second.Poll(cx)
@@ -91,7 +93,7 @@ func Then[A, B any, FB Future[Result[B]]](f Future[Result[A]], fn func(A) FB) Fu
 	if isNilFuture(f) || fn == nil {
 		panic("blitzio: Then called with a nil future or function")
 	}
-	return AndThenF(f, func(r Result[A]) Future[Result[B]] {
+	return AndThen(f, func(r Result[A]) Future[Result[B]] {
 		if r.Err != nil {
 			return &readyFuture[Result[B]]{v: Result[B]{Err: r.Err}}
 		}
@@ -133,7 +135,7 @@ func OrElse[T any, F Future[Result[T]]](f Future[Result[T]], fn func(error) F) F
 	if isNilFuture(f) || fn == nil {
 		panic("blitzio: OrElse called with a nil future or function")
 	}
-	return AndThenF(f, func(r Result[T]) Future[Result[T]] {
+	return AndThen(f, func(r Result[T]) Future[Result[T]] {
 		if r.Err == nil {
 			return &readyFuture[Result[T]]{v: r}
 		}

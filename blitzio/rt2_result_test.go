@@ -50,9 +50,9 @@ func TestResultHelpers(t *testing.T) {
 		t.Fatalf("OrElse ok: %+v", r)
 	}
 	// A callback returning a concrete future type: inferred, no conversion needed.
-	v, err := BlockOn(rt, AndThenF(Ready(1), func(int) *SleepFuture { return Sleep(time.Millisecond) }))
+	v, err := BlockOn(rt, AndThen(Ready(1), func(int) *SleepFuture { return Sleep(time.Millisecond) }))
 	if err != nil || v != (struct{}{}) {
-		t.Fatalf("AndThenF: %v, %v", v, err)
+		t.Fatalf("AndThen with a concrete future type: %v, %v", v, err)
 	}
 }
 
