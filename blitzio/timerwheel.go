@@ -2,8 +2,8 @@ package blitzio
 
 import "math/bits"
 
-// Hierarchical timer wheel (seed 003: 5 levels of 64 slots, 1 ms resolution, overflow
-// list; the shape of Tokio's time/wheel). Time is in ticks of 1 ms since the runtime
+// Hierarchical timer wheel (Tokio's time/wheel shape: 5 levels of 64 slots, 1 ms resolution
+// on the real clock, an overflow list). Time is in ticks since the runtime
 // started.
 //
 // An entry with deadline D is stored at the level of the highest 6-bit group in which D
