@@ -568,6 +568,7 @@ func blitzioCases(cfg Config) []Case {
 					}
 				}
 			}}},
+			Targets: []Target{TimesBetter("loop of JoinHandle.Wait", 1)},
 		},
 		{
 			Name: "SleepReuse",
@@ -617,6 +618,7 @@ func blitzioCases(cfg Config) []Case {
 				b.ReportMetric(pct, "%core")
 			}}},
 			Targets: []Target{AtMost(2)},
+			Roles:   map[string]Role{"no runtime": RoleReference},
 		},
 		{
 			// Last: a million tasks leave the heap large, which disturbed the timing
