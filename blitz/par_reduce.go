@@ -9,7 +9,8 @@ import (
 // folds the partial results with combine, in index order: combine(left, right) always
 // receives the result of the lower subrange first, so combine only needs to be associative,
 // not commutative. Reduce returns identity when n <= 0 (identity is not otherwise used;
-// mapRange produces each leaf's value). It is the Go form of the reference's parallelReduce.
+// mapRange produces each leaf's value). It is Rayon's fold-then-reduce over a
+// range, with the fold written as one function per subrange.
 //
 // Panics in mapRange or combine re-raise in the caller as described on For.
 func Reduce[R any](n int, identity R, mapRange func(lo, hi int) R, combine func(a, b R) R, opts ...Option) R {
