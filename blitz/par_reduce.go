@@ -8,8 +8,9 @@ import (
 // Reduce computes mapRange on disjoint subranges [lo, hi) covering [0, n) in parallel and
 // folds the partial results with combine, in index order: combine(left, right) always
 // receives the result of the lower subrange first, so combine only needs to be associative,
-// not commutative. Reduce returns identity when n <= 0 (identity is not otherwise used;
-// mapRange produces each leaf's value). It is Rayon's fold-then-reduce over a
+// not commutative. Reduce returns identity when n <= 0; identity is not otherwise used
+// (mapRange produces each leaf's value, and identity is never passed to combine), so it
+// may be a map, a slice or a pointer: it is only ever the result of an empty reduction. It is Rayon's fold-then-reduce over a
 // range, with the fold written as one function per subrange.
 //
 // Panics in mapRange or combine re-raise in the caller as described on For.
@@ -29,8 +30,15 @@ func Reduce[R any](n int, identity R, mapRange func(lo, hi int) R, combine func(
 //	acc := identity
 //	for _, v := range s { acc = combine(acc, mapFn(v)) }
 //
-// identity must be a neutral element of combine (it is used once per leaf) and combine must
-// be associative; the fold keeps index order.
+// identity must be a neutral element of combine and combine must be associative; the fold
+// keeps index order.
+//
+// identity is copied into every leaf, and the leaves run at the same time: it must be a
+// value whose copies are independent (a number, a string, a struct of such), or one that
+// combine never modifies. A map, a slice or a pointer that combine merges into, such as
+// MapReduce(words, map[string]int{}, ..., mergeInto), would be shared by all the leaves
+// (with maps the program dies with "concurrent map writes"): use MapReduceFunc, which
+// makes a fresh identity for each leaf, as Rayon's reduce does.
 func MapReduce[T, R any](s []T, identity R, mapFn func(T) R, combine func(a, b R) R, opts ...Option) R {
 	if mapFn == nil {
 		parNil("MapReduce", "mapFn")
@@ -38,8 +46,49 @@ func MapReduce[T, R any](s []T, identity R, mapFn func(T) R, combine func(a, b R
 	if combine == nil {
 		parNil("MapReduce", "combine")
 	}
-	return parMapReduce(parResolve(len(s), parMinGrain, opts), len(s), identity, func(lo, hi int) R {
-		acc := identity
+	return mapReduce(s, func() R { return identity }, mapFn, combine, opts)
+}
+
+// MapReduceFunc is MapReduce with an identity constructor, for accumulators that combine
+// modifies in place (maps, slices, pointers to structs): identity is called once per leaf
+// (and once for an empty s) and must return a new, independent neutral element each time,
+// so no two leaves ever share one:
+//
+//	counts := blitz.MapReduceFunc(words,
+//		func() map[string]int { return map[string]int{} },
+//		func(w string) map[string]int { return map[string]int{w: 1} },
+//		func(a, b map[string]int) map[string]int { // merge b into a
+//			for k, v := range b {
+//				a[k] += v
+//			}
+//			return a
+//		})
+//
+// combine may modify and return its left argument: a leaf's accumulator is never seen by
+// another leaf, and each partial result is passed to combine exactly once. The fold keeps
+// index order, so combine need only be associative. (Mapping every element to a map of
+// its own costs an allocation each; the same merge with MapReduceChunked, whose leaves
+// count a whole chunk into one map, allocates per chunk.)
+func MapReduceFunc[T, R any](s []T, identity func() R, mapFn func(T) R, combine func(a, b R) R, opts ...Option) R {
+	if identity == nil {
+		parNil("MapReduceFunc", "identity")
+	}
+	if mapFn == nil {
+		parNil("MapReduceFunc", "mapFn")
+	}
+	if combine == nil {
+		parNil("MapReduceFunc", "combine")
+	}
+	return mapReduce(s, identity, mapFn, combine, opts)
+}
+
+func mapReduce[T, R any](s []T, identity func() R, mapFn func(T) R, combine func(a, b R) R, opts []Option) R {
+	n := len(s)
+	if n == 0 {
+		return identity()
+	}
+	return parMapReduce(parResolve(n, parMinGrain, opts), n, *new(R), func(lo, hi int) R {
+		acc := identity()
 		for _, v := range s[lo:hi] {
 			acc = combine(acc, mapFn(v))
 		}
@@ -50,7 +99,10 @@ func MapReduce[T, R any](s []T, identity R, mapFn func(T) R, combine func(a, b R
 // MapReduceChunked is the chunked variant of MapReduce: mapChunk receives whole leaves
 // (consecutive subslices of s, at most one grain long) and returns their partial result,
 // which lets it use a fast inner loop; the partials are folded with combine in index order.
-// It returns identity for an empty s.
+// It returns identity for an empty s; identity is not otherwise used (each leaf's value is
+// what mapChunk returns, and identity is never passed to combine), so it may be a map, a
+// slice or a pointer. A mapChunk that returns a new map (or slice) per chunk and a combine
+// that merges the right one into the left is the cheap way to build a map in parallel.
 func MapReduceChunked[T, R any](s []T, identity R, mapChunk func(chunk []T) R, combine func(a, b R) R, opts ...Option) R {
 	if mapChunk == nil {
 		parNil("MapReduceChunked", "mapChunk")
@@ -140,6 +192,7 @@ func TryForEach[T any](s []T, f func(T) error, opts ...Option) error {
 
 // TryReduce is Reduce whose leaves can fail: the first error (in time) stops the remaining
 // leaves and is returned with the zero R. Without an error it returns what Reduce would.
+// As for Reduce, identity is only the result for n <= 0, so any type is safe.
 func TryReduce[R any](n int, identity R, mapRange func(lo, hi int) (R, error), combine func(a, b R) R, opts ...Option) (R, error) {
 	if mapRange == nil {
 		parNil("TryReduce", "mapRange")
