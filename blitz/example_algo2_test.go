@@ -124,7 +124,7 @@ func ExampleGroup() {
 	inputs := []string{"12", "7", "x9", "40"}
 	results := make([]int, len(inputs))
 	g, ctx := blitz.GroupContext(context.Background(), nil) // nil: the default pool
-	g.SetLimit(2)                                            // at most two at once
+	g.SetLimit(2)                                           // at most two at once
 	for i, in := range inputs {
 		g.Go(func() error {
 			if ctx.Err() != nil {
