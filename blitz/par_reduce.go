@@ -205,7 +205,14 @@ func TryReduce[R any](n int, identity R, mapRange func(lo, hi int) (R, error), c
 	}
 	c := parResolve(n, parMinGrain, opts)
 	if c.seq {
-		return mapRange(0, n)
+		// The zero R with an error, as on the parallel path (where the partial results
+		// are discarded), not whatever the failing leaf returned beside its error.
+		r, err := mapRange(0, n)
+		if err != nil {
+			var zero R
+			return zero, err
+		}
+		return r, nil
 	}
 	e := &parFirstErr{st: parState{grain: c.grain}}
 	r := Call(c.pool, func(t *Task) R {
