@@ -142,9 +142,12 @@ func pdqsortPdq[E any](t *Task, st *parState, data []E, a, b, limit int, cmp fun
 			// After a parallel split each side starts its own loop; the hints that the
 			// sequential loop carries over (wasBalanced, wasPartitioned) are passed on
 			// by breaking patterns eagerly when the split was unbalanced.
+			// Never below 0: limit may already be 0 here (breakPatternsPdq above spent
+			// the last one), and a child given -1 would never reach the heapsort
+			// fallback, losing the O(n log n) bound on adversarial inputs.
 			lim := limit
 			if !bal {
-				lim--
+				lim = max(lim-1, 0)
 			}
 			pdqFork(t, st, data, a, mid, b, lim, cmp)
 			return
