@@ -2,12 +2,14 @@ package blitz
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -303,6 +305,28 @@ func TestAlgo2SortStableGrainOne(t *testing.T) {
 			if !slices.IsSorted(got) || !sameMultiset(got, in, identityKey[int]) {
 				t.Fatalf("n=%d skew=%d: SortStableFunc with grain 1 is wrong", n, skew)
 			}
+		}
+	}
+}
+
+// TestAlgo2TryForContextSmallAndLarge cancels the parent context inside the body, which
+// ignores it and returns nil: small inputs (one leaf on the caller's goroutine) and large
+// ones (leaves on the pool) must both report the cancellation. The small path returned
+// nil.
+func TestAlgo2TryForContextSmallAndLarge(t *testing.T) {
+	p := newPool(t, Config{Workers: 2})
+	for _, n := range []int{1, 100, 100000} {
+		for _, grain := range []int{1 << 30, 1} {
+			ctx, cancel := context.WithCancel(context.Background())
+			var once sync.Once
+			err := TryForContext(ctx, n, func(_ context.Context, lo, hi int) error {
+				once.Do(cancel)
+				return nil
+			}, WithPool(p), WithGrain(grain))
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("n=%d grain=%d: TryForContext = %v, want context.Canceled", n, grain, err)
+			}
+			cancel()
 		}
 	}
 }

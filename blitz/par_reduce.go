@@ -234,7 +234,9 @@ func TryReduce[R any](n int, identity R, mapRange func(lo, hi int) (R, error), c
 // TryForContext is TryFor with cancellation: body receives a context that is cancelled
 // when ctx is, or as soon as any leaf returns an error, so long-running leaves can stop
 // early. Leaves not yet started when that happens never start. It returns the first error
-// a leaf returned, or ctx's error if ctx ended first, or nil.
+// a leaf returned, or else ctx's error (its cause, see context.Cause) if ctx ended before
+// TryForContext returned (even if every leaf had run: small inputs, run as one leaf, and
+// large ones behave the same), or else nil.
 func TryForContext(ctx context.Context, n int, body func(ctx context.Context, lo, hi int) error, opts ...Option) error {
 	if ctx == nil {
 		parNil("TryForContext", "ctx")
@@ -249,7 +251,12 @@ func TryForContext(ctx context.Context, n int, body func(ctx context.Context, lo
 	defer cancel()
 	c := parResolve(n, parMinGrain, opts)
 	if c.seq {
-		return body(ctx, 0, n)
+		// As on the parallel path: a ctx that ended while the body ran is reported even
+		// if the body did not notice it.
+		if err := body(ctx, 0, n); err != nil {
+			return err
+		}
+		return context.Cause(ctx)
 	}
 	e := &parFirstErr{st: parState{grain: c.grain}}
 	// Cancelling the parent trips the stop flag too, so no new leaf starts; the callback
