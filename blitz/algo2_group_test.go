@@ -385,3 +385,31 @@ func TestAlgo2GroupConcurrentGoAndWait(t *testing.T) {
 	}
 	runWithWatchdog(t, "Close", p.Close)
 }
+
+// TestAlgo2GroupCloseWaits closes the pool while a Group has functions queued and
+// running (some adding more with Go): Close must wait for all of them, which must all run.
+func TestAlgo2GroupCloseWaits(t *testing.T) {
+	for round := range 10 {
+		p, err := NewPool(Config{Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := NewGroup(p)
+		g.SetLimit(1 + round%3)
+		var ran atomic.Int64
+		for range 20 {
+			g.Go(func() error {
+				g.Go(func() error { ran.Add(1); return nil })
+				ran.Add(int64(nestedWork(p, 1)))
+				return nil
+			})
+		}
+		runWithWatchdog(t, fmt.Sprintf("Close %d", round), p.Close)
+		if ran.Load() != 40 {
+			t.Fatalf("round %d: %d functions ran before Close returned, want 40", round, ran.Load())
+		}
+		if pv, err := groupWait(t, "Wait after Close", g); err != nil || pv != nil {
+			t.Errorf("round %d: Wait after Close = %v (panic %v)", round, err, pv)
+		}
+	}
+}
