@@ -38,6 +38,10 @@ import (
 //
 // While a Group has functions pending it counts as work in flight on its pool: Close
 // waits for them. Go panics with ErrClosed when the pool is closed.
+//
+// A Group must not be copied after first use. Its functions may call Go on it, but not
+// Wait: Wait waits for every pending function, the caller included, so it would wait for
+// itself forever (as with errgroup). A function may wait for another Group.
 type Group struct {
 	pool   *Pool                   // nil: the default pool, resolved by the first Go
 	cancel context.CancelCauseFunc // GroupContext's; nil otherwise
