@@ -330,3 +330,65 @@ func TestAlgo2TryForContextSmallAndLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestAlgo2SortsDuringClose runs every kind of sort on a pool that another goroutine
+// closes at the same time: each sort either finishes sorted or panics with ErrClosed
+// (refused as a whole), and leaves its slice a permutation of its input either way.
+func TestAlgo2SortsDuringClose(t *testing.T) {
+	n := 40000
+	in := lyingInputs(3, n)["random"]
+	strs := make([]string, n)
+	for i, v := range in {
+		strs[i] = fmt.Sprintf("%08d", v)
+	}
+	sorts := map[string]func(s []int, opts []Option){
+		"Sort":            func(s []int, o []Option) { Sort(s, o...) },
+		"SortDesc":        func(s []int, o []Option) { SortDesc(s, o...) },
+		"SortFunc":        func(s []int, o []Option) { SortFunc(s, cmp.Compare[int], o...) },
+		"SortStableFunc":  func(s []int, o []Option) { SortStableFunc(s, cmp.Compare[int], o...) },
+		"SortByCachedKey": func(s []int, o []Option) { SortByCachedKey(s, func(v int) int { return -v }, o...) },
+		"Sort[string]": func(s []int, o []Option) {
+			ss := make([]string, len(s))
+			for i, v := range s {
+				ss[i] = strs[v]
+			}
+			Sort(ss, o...)
+			for i, x := range ss {
+				var v int
+				fmt.Sscanf(x, "%d", &v)
+				s[i] = v
+			}
+		},
+	}
+	for round := range 4 {
+		for name, sortFn := range sorts {
+			p, err := NewPool(Config{Workers: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := slices.Clone(in)
+			closed := make(chan struct{})
+			go func() {
+				for range round * 3 {
+					runtime.Gosched()
+				}
+				p.Close()
+				close(closed)
+			}()
+			runWithWatchdog(t, name, func() {
+				defer func() {
+					if r := recover(); r != nil {
+						if err, ok := r.(error); !ok || !errors.Is(err, ErrClosed) {
+							panic(r)
+						}
+					}
+				}()
+				sortFn(got, []Option{WithPool(p), WithGrain(256)})
+			})
+			runWithWatchdog(t, name+" Close", func() { <-closed })
+			if !sameMultiset(got, in, identityKey[int]) {
+				t.Fatalf("round %d %s: the slice is not a permutation of its input after a sort interrupted by Close", round, name)
+			}
+		}
+	}
+}
