@@ -392,3 +392,65 @@ func TestAlgo2SortsDuringClose(t *testing.T) {
 		}
 	}
 }
+
+// TestAlgo2SelectGrains compares Filter, Partition, FlatMap, Count and the Find functions
+// with their sequential definitions at sizes and grains around the 64-element words of
+// the selection bitmap.
+func TestAlgo2SelectGrains(t *testing.T) {
+	p := newPool(t, Config{Workers: 3})
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{1, 63, 64, 65, 127, 128, 129, 1000, 4097} {
+		s := make([]int, n)
+		for i := range s {
+			s[i] = r.IntN(10)
+		}
+		pred := func(v int) bool { return v < 3 }
+		var wantYes, wantNo []int
+		for _, v := range s {
+			if pred(v) {
+				wantYes = append(wantYes, v)
+			} else {
+				wantNo = append(wantNo, v)
+			}
+		}
+		for _, grain := range []int{1, 2, 63, 64, 65, 1000} {
+			opts := []Option{WithPool(p), WithGrain(grain)}
+			name := fmt.Sprintf("n%d/g%d", n, grain)
+			if got := Filter(s, pred, opts...); !slices.Equal(got, wantYes) {
+				t.Fatalf("%s: Filter wrong", name)
+			}
+			yes, no := Partition(s, pred, opts...)
+			if !slices.Equal(yes, wantYes) || !slices.Equal(no, wantNo) {
+				t.Fatalf("%s: Partition wrong", name)
+			}
+			if got := Count(s, pred, opts...); got != len(wantYes) {
+				t.Fatalf("%s: Count = %d, want %d", name, got, len(wantYes))
+			}
+			if got := FlatMap(s, func(v int) []int { return slices.Repeat([]int{v}, v%3) }, opts...); len(got) != Sum(Map(s, func(v int) int { return v % 3 }), opts...) {
+				t.Fatalf("%s: FlatMap has %d elements", name, len(got))
+			}
+			first, last := slices.IndexFunc(s, pred), -1
+			for i := n - 1; i >= 0; i-- {
+				if pred(s[i]) {
+					last = i
+					break
+				}
+			}
+			if _, i, _ := FindFirst(s, pred, opts...); i != first {
+				t.Fatalf("%s: FindFirst = %d, want %d", name, i, first)
+			}
+			if _, i, _ := FindLast(s, pred, opts...); i != last {
+				t.Fatalf("%s: FindLast = %d, want %d", name, i, last)
+			}
+			wantLast9 := -1
+			for i, v := range s {
+				if v == 9 {
+					wantLast9 = i
+				}
+			}
+			if i := LastIndex(s, 9, opts...); i != wantLast9 {
+				t.Fatalf("%s: LastIndex = %d, want %d", name, i, wantLast9)
+			}
+		}
+	}
+}
