@@ -157,15 +157,14 @@ func TestDefectsMapSeqEarlyBreak(t *testing.T) {
 }
 
 // TestDefectsSeqPanicsAndGoexit checks that a panic in f reaches the loop as a *PanicError
-// with f's value, and that an f that calls runtime.Goexit does not hang the loop.
+// with f's value, that an f that calls runtime.Goexit does not hang the loop, and that the
+// pool then still works and closes (a Goexit inside a batch's Pool.Go job must not leave
+// the pool waiting for that job).
 func TestDefectsSeqPanicsAndGoexit(t *testing.T) {
 	p, err := NewPool(Config{Workers: 3, PanicHandler: func(*PanicError) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The pool is not closed: a Goexit inside a Pool.Go job ends that job without
-	// completing it, and what Close then does is the pool's business (tested with the
-	// pool), not the bridge's. The bridge must only not hang, which the watchdogs check.
 	opts := []Option{WithPool(p), WithGrain(2)}
 	runWithWatchdog(t, "MapSeq panic", func() {
 		wantPanic(t, "seq boom", func() {
@@ -218,4 +217,5 @@ func TestDefectsSeqPanicsAndGoexit(t *testing.T) {
 		}, opts...)
 	})
 	runWithWatchdog(t, "after", func() { nestedWork(p, 1) })
+	runWithWatchdog(t, "Close", p.Close)
 }

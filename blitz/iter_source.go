@@ -67,7 +67,9 @@ func (c Chunked[T]) ForEach(f func(i int, chunk []T), opts ...Option) {
 }
 
 // ReduceChunks maps every chunk of c with f and folds the results with combine in chunk
-// order; it returns identity when there are no chunks.
+// order; it returns identity when there are no chunks. identity is not otherwise used
+// (each leaf starts from f's value for its first chunk, and identity is never passed to
+// combine), so it may be a map, a slice or a pointer.
 func ReduceChunks[T, R any](c Chunked[T], identity R, f func(i int, chunk []T) R, combine func(a, b R) R, opts ...Option) R {
 	if f == nil {
 		parNil("ReduceChunks", "f")
@@ -116,7 +118,8 @@ func (z Zipped[A, B]) ForEach(f func(i int, a A, b B), opts ...Option) {
 }
 
 // ZipMapReduce maps every pair with f and folds the results with combine in index order,
-// each leaf starting from identity (see MapReduce).
+// each leaf starting from a copy of identity: identity must be a value type, or one that
+// combine never modifies (see MapReduce); ZipMapReduceFunc takes a constructor instead.
 func ZipMapReduce[A, B, R any](z Zipped[A, B], identity R, f func(a A, b B) R, combine func(x, y R) R, opts ...Option) R {
 	if f == nil {
 		parNil("ZipMapReduce", "f")
@@ -124,8 +127,31 @@ func ZipMapReduce[A, B, R any](z Zipped[A, B], identity R, f func(a A, b B) R, c
 	if combine == nil {
 		parNil("ZipMapReduce", "combine")
 	}
-	return parMapReduce(parResolve(len(z.a), parMinGrain, opts), len(z.a), identity, func(lo, hi int) R {
-		acc := identity
+	return zipMapReduce(z, func() R { return identity }, f, combine, opts)
+}
+
+// ZipMapReduceFunc is ZipMapReduce with an identity constructor, called once per leaf
+// (and once for an empty z), for accumulators that combine modifies in place (see
+// MapReduceFunc).
+func ZipMapReduceFunc[A, B, R any](z Zipped[A, B], identity func() R, f func(a A, b B) R, combine func(x, y R) R, opts ...Option) R {
+	if identity == nil {
+		parNil("ZipMapReduceFunc", "identity")
+	}
+	if f == nil {
+		parNil("ZipMapReduceFunc", "f")
+	}
+	if combine == nil {
+		parNil("ZipMapReduceFunc", "combine")
+	}
+	return zipMapReduce(z, identity, f, combine, opts)
+}
+
+func zipMapReduce[A, B, R any](z Zipped[A, B], identity func() R, f func(a A, b B) R, combine func(x, y R) R, opts []Option) R {
+	if len(z.a) == 0 {
+		return identity()
+	}
+	return parMapReduce(parResolve(len(z.a), parMinGrain, opts), len(z.a), *new(R), func(lo, hi int) R {
+		acc := identity()
 		b := z.b[lo:hi]
 		for i, x := range z.a[lo:hi] {
 			acc = combine(acc, f(x, b[i]))
@@ -190,7 +216,8 @@ func (c Chained[T]) ForEach(f func(i int, v T), opts ...Option) {
 }
 
 // ChainMapReduce maps every element of the chain with f and folds with combine in order,
-// each leaf starting from identity (see MapReduce).
+// each leaf starting from a copy of identity: identity must be a value type, or one that
+// combine never modifies (see MapReduce); ChainMapReduceFunc takes a constructor instead.
 func ChainMapReduce[T, R any](c Chained[T], identity R, f func(T) R, combine func(a, b R) R, opts ...Option) R {
 	if f == nil {
 		parNil("ChainMapReduce", "f")
@@ -198,9 +225,32 @@ func ChainMapReduce[T, R any](c Chained[T], identity R, f func(T) R, combine fun
 	if combine == nil {
 		parNil("ChainMapReduce", "combine")
 	}
+	return chainMapReduce(c, func() R { return identity }, f, combine, opts)
+}
+
+// ChainMapReduceFunc is ChainMapReduce with an identity constructor, called once per leaf
+// (and once for an empty chain), for accumulators that combine modifies in place (see
+// MapReduceFunc).
+func ChainMapReduceFunc[T, R any](c Chained[T], identity func() R, f func(T) R, combine func(a, b R) R, opts ...Option) R {
+	if identity == nil {
+		parNil("ChainMapReduceFunc", "identity")
+	}
+	if f == nil {
+		parNil("ChainMapReduceFunc", "f")
+	}
+	if combine == nil {
+		parNil("ChainMapReduceFunc", "combine")
+	}
+	return chainMapReduce(c, identity, f, combine, opts)
+}
+
+func chainMapReduce[T, R any](c Chained[T], identity func() R, f func(T) R, combine func(a, b R) R, opts []Option) R {
 	n := c.Len()
-	return parMapReduce(parResolve(n, parMinGrain, opts), n, identity, func(lo, hi int) R {
-		acc := identity
+	if n == 0 {
+		return identity()
+	}
+	return parMapReduce(parResolve(n, parMinGrain, opts), n, *new(R), func(lo, hi int) R {
+		acc := identity()
 		c.span(lo, hi, func(_ int, s []T) {
 			for _, v := range s {
 				acc = combine(acc, f(v))
@@ -257,7 +307,9 @@ func (r IntRange) ForEach(f func(i int), opts ...Option) {
 }
 
 // RangeReduce maps every i in r with f and folds with combine in order, each leaf starting
-// from identity; identity is returned for an empty range.
+// from a copy of identity; identity is returned for an empty range. identity must be a
+// value type, or one that combine never modifies (see MapReduce); RangeReduceFunc takes a
+// constructor instead.
 func RangeReduce[R any](r IntRange, identity R, f func(i int) R, combine func(a, b R) R, opts ...Option) R {
 	if f == nil {
 		parNil("RangeReduce", "f")
@@ -265,9 +317,32 @@ func RangeReduce[R any](r IntRange, identity R, f func(i int) R, combine func(a,
 	if combine == nil {
 		parNil("RangeReduce", "combine")
 	}
+	return rangeReduce(r, func() R { return identity }, f, combine, opts)
+}
+
+// RangeReduceFunc is RangeReduce with an identity constructor, called once per leaf (and
+// once for an empty range), for accumulators that combine modifies in place (see
+// MapReduceFunc).
+func RangeReduceFunc[R any](r IntRange, identity func() R, f func(i int) R, combine func(a, b R) R, opts ...Option) R {
+	if identity == nil {
+		parNil("RangeReduceFunc", "identity")
+	}
+	if f == nil {
+		parNil("RangeReduceFunc", "f")
+	}
+	if combine == nil {
+		parNil("RangeReduceFunc", "combine")
+	}
+	return rangeReduce(r, identity, f, combine, opts)
+}
+
+func rangeReduce[R any](r IntRange, identity func() R, f func(i int) R, combine func(a, b R) R, opts []Option) R {
 	n := r.Len()
-	return parMapReduce(parResolve(n, parMinGrain, opts), n, identity, func(lo, hi int) R {
-		acc := identity
+	if n == 0 {
+		return identity()
+	}
+	return parMapReduce(parResolve(n, parMinGrain, opts), n, *new(R), func(lo, hi int) R {
+		acc := identity()
 		for i := r.Lo + lo; i < r.Lo+hi; i++ {
 			acc = combine(acc, f(i))
 		}

@@ -3,7 +3,7 @@ package blitz
 import "sync/atomic"
 
 // For calls body on disjoint subranges [lo, hi) that together cover [0, n), in parallel, and
-// returns when all have returned. It is the Go form of the reference's parallelFor: the range
+// returns when all have returned. It is Rayon's fork-join loop over a range: the range
 // is split in halves down to the grain (see WithGrain), the left half runs on the current
 // worker and the right half can be stolen. Inputs no larger than one grain run sequentially
 // on the caller's goroutine, without touching the pool.

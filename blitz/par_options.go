@@ -8,13 +8,15 @@ import (
 // Parallel algorithms: how the files fit together.
 //
 // The loops, reductions, slice functions and sorts (files par_*.go, slices_*.go, iter_*.go,
-// sort*.go) are the seeds' "API layer" on top of the pool's Call and Join:
+// sort*.go) are a layer on top of the pool's Call and Join, in the manner of Rayon's
+// parallel iterators (without the iterator adaptors: each function is one whole loop):
 //
 //   - Every call resolves its options once (parResolve): the pool (WithPool, else Default),
 //     the grain (WithGrain, else about eight leaves per worker, but never below a minimum
 //     that keeps a leaf worth a fork) and whether the input is small enough to run on the
 //     caller's goroutine without touching the pool at all.
-//   - parRun/parReduce are the seeds' parallelFor/parallelReduce: split [lo, hi) in halves,
+//   - parRun/parReduce are the fork-join loop and reduction (Rayon's bridge of a producer
+//     and a consumer, without the adaptors): split [lo, hi) in halves,
 //     the left half on this worker, the right half stealable, leaves of at most one grain.
 //     Reductions combine in index order, so combine need only be associative.
 //   - One parState per call carries the stop flag, which is both the early-exit flag
@@ -28,9 +30,9 @@ import (
 //     with parallel partitions for the rest (sort_pdq.go), merge sort with parallel merges
 //     for stability (sort_stable.go).
 //
-// Go differs from the Zig seeds in one visible way: the seeds pass comptime function
-// parameters, so the body is inlined into the leaf; Go passes func values, and a leaf calls
-// the user's function indirectly once per element (a few ns). The built-in leaves (Sum,
+// Go differs from Rayon in one visible way: Rayon's closures are generic parameters, so the
+// body is inlined into the leaf; Go passes func values, and a leaf calls the user's
+// function indirectly once per element (a few ns). The built-in leaves (Sum,
 // Min, Max, Dot, Index, Fill, the sorts' kernels) avoid that, and the chunked variants
 // (MapReduceChunked, Chunked, For itself) give the user's code whole ranges.
 
@@ -126,14 +128,13 @@ type parState struct {
 // the current worker and the right half is offered to thieves, so leaves start roughly in
 // index order (FindFirst relies on that for a quick exit).
 func (st *parState) parRun(t *Task, lo, hi int, leaf func(lo, hi int)) {
-	for hi-lo > st.grain {
+	if hi-lo > st.grain {
 		if st.stop.Load() {
 			return
 		}
 		mid := int(uint(lo+hi) >> 1)
-		l := lo
 		Join(t,
-			func(t *Task) { st.parRun(t, l, mid, leaf) },
+			func(t *Task) { st.parRun(t, lo, mid, leaf) },
 			func(t *Task) { st.parRun(t, mid, hi, leaf) })
 		return
 	}

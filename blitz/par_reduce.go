@@ -8,8 +8,10 @@ import (
 // Reduce computes mapRange on disjoint subranges [lo, hi) covering [0, n) in parallel and
 // folds the partial results with combine, in index order: combine(left, right) always
 // receives the result of the lower subrange first, so combine only needs to be associative,
-// not commutative. Reduce returns identity when n <= 0 (identity is not otherwise used;
-// mapRange produces each leaf's value). It is the Go form of the reference's parallelReduce.
+// not commutative. Reduce returns identity when n <= 0; identity is not otherwise used
+// (mapRange produces each leaf's value, and identity is never passed to combine), so it
+// may be a map, a slice or a pointer: it is only ever the result of an empty reduction. It is Rayon's fold-then-reduce over a
+// range, with the fold written as one function per subrange.
 //
 // Panics in mapRange or combine re-raise in the caller as described on For.
 func Reduce[R any](n int, identity R, mapRange func(lo, hi int) R, combine func(a, b R) R, opts ...Option) R {
@@ -28,8 +30,15 @@ func Reduce[R any](n int, identity R, mapRange func(lo, hi int) R, combine func(
 //	acc := identity
 //	for _, v := range s { acc = combine(acc, mapFn(v)) }
 //
-// identity must be a neutral element of combine (it is used once per leaf) and combine must
-// be associative; the fold keeps index order.
+// identity must be a neutral element of combine and combine must be associative; the fold
+// keeps index order.
+//
+// identity is copied into every leaf, and the leaves run at the same time: it must be a
+// value whose copies are independent (a number, a string, a struct of such), or one that
+// combine never modifies. A map, a slice or a pointer that combine merges into, such as
+// MapReduce(words, map[string]int{}, ..., mergeInto), would be shared by all the leaves
+// (with maps the program dies with "concurrent map writes"): use MapReduceFunc, which
+// makes a fresh identity for each leaf, as Rayon's reduce does.
 func MapReduce[T, R any](s []T, identity R, mapFn func(T) R, combine func(a, b R) R, opts ...Option) R {
 	if mapFn == nil {
 		parNil("MapReduce", "mapFn")
@@ -37,8 +46,49 @@ func MapReduce[T, R any](s []T, identity R, mapFn func(T) R, combine func(a, b R
 	if combine == nil {
 		parNil("MapReduce", "combine")
 	}
-	return parMapReduce(parResolve(len(s), parMinGrain, opts), len(s), identity, func(lo, hi int) R {
-		acc := identity
+	return mapReduce(s, func() R { return identity }, mapFn, combine, opts)
+}
+
+// MapReduceFunc is MapReduce with an identity constructor, for accumulators that combine
+// modifies in place (maps, slices, pointers to structs): identity is called once per leaf
+// (and once for an empty s) and must return a new, independent neutral element each time,
+// so no two leaves ever share one:
+//
+//	counts := blitz.MapReduceFunc(words,
+//		func() map[string]int { return map[string]int{} },
+//		func(w string) map[string]int { return map[string]int{w: 1} },
+//		func(a, b map[string]int) map[string]int { // merge b into a
+//			for k, v := range b {
+//				a[k] += v
+//			}
+//			return a
+//		})
+//
+// combine may modify and return its left argument: a leaf's accumulator is never seen by
+// another leaf, and each partial result is passed to combine exactly once. The fold keeps
+// index order, so combine need only be associative. (Mapping every element to a map of
+// its own costs an allocation each; the same merge with MapReduceChunked, whose leaves
+// count a whole chunk into one map, allocates per chunk.)
+func MapReduceFunc[T, R any](s []T, identity func() R, mapFn func(T) R, combine func(a, b R) R, opts ...Option) R {
+	if identity == nil {
+		parNil("MapReduceFunc", "identity")
+	}
+	if mapFn == nil {
+		parNil("MapReduceFunc", "mapFn")
+	}
+	if combine == nil {
+		parNil("MapReduceFunc", "combine")
+	}
+	return mapReduce(s, identity, mapFn, combine, opts)
+}
+
+func mapReduce[T, R any](s []T, identity func() R, mapFn func(T) R, combine func(a, b R) R, opts []Option) R {
+	n := len(s)
+	if n == 0 {
+		return identity()
+	}
+	return parMapReduce(parResolve(n, parMinGrain, opts), n, *new(R), func(lo, hi int) R {
+		acc := identity()
 		for _, v := range s[lo:hi] {
 			acc = combine(acc, mapFn(v))
 		}
@@ -49,7 +99,10 @@ func MapReduce[T, R any](s []T, identity R, mapFn func(T) R, combine func(a, b R
 // MapReduceChunked is the chunked variant of MapReduce: mapChunk receives whole leaves
 // (consecutive subslices of s, at most one grain long) and returns their partial result,
 // which lets it use a fast inner loop; the partials are folded with combine in index order.
-// It returns identity for an empty s.
+// It returns identity for an empty s; identity is not otherwise used (each leaf's value is
+// what mapChunk returns, and identity is never passed to combine), so it may be a map, a
+// slice or a pointer. A mapChunk that returns a new map (or slice) per chunk and a combine
+// that merges the right one into the left is the cheap way to build a map in parallel.
 func MapReduceChunked[T, R any](s []T, identity R, mapChunk func(chunk []T) R, combine func(a, b R) R, opts ...Option) R {
 	if mapChunk == nil {
 		parNil("MapReduceChunked", "mapChunk")
@@ -139,6 +192,7 @@ func TryForEach[T any](s []T, f func(T) error, opts ...Option) error {
 
 // TryReduce is Reduce whose leaves can fail: the first error (in time) stops the remaining
 // leaves and is returned with the zero R. Without an error it returns what Reduce would.
+// As for Reduce, identity is only the result for n <= 0, so any type is safe.
 func TryReduce[R any](n int, identity R, mapRange func(lo, hi int) (R, error), combine func(a, b R) R, opts ...Option) (R, error) {
 	if mapRange == nil {
 		parNil("TryReduce", "mapRange")
@@ -151,7 +205,14 @@ func TryReduce[R any](n int, identity R, mapRange func(lo, hi int) (R, error), c
 	}
 	c := parResolve(n, parMinGrain, opts)
 	if c.seq {
-		return mapRange(0, n)
+		// The zero R with an error, as on the parallel path (where the partial results
+		// are discarded), not whatever the failing leaf returned beside its error.
+		r, err := mapRange(0, n)
+		if err != nil {
+			var zero R
+			return zero, err
+		}
+		return r, nil
 	}
 	e := &parFirstErr{st: parState{grain: c.grain}}
 	r := Call(c.pool, func(t *Task) R {
@@ -173,7 +234,9 @@ func TryReduce[R any](n int, identity R, mapRange func(lo, hi int) (R, error), c
 // TryForContext is TryFor with cancellation: body receives a context that is cancelled
 // when ctx is, or as soon as any leaf returns an error, so long-running leaves can stop
 // early. Leaves not yet started when that happens never start. It returns the first error
-// a leaf returned, or ctx's error if ctx ended first, or nil.
+// a leaf returned, or else ctx's error (its cause, see context.Cause) if ctx ended before
+// TryForContext returned (even if every leaf had run: small inputs, run as one leaf, and
+// large ones behave the same), or else nil.
 func TryForContext(ctx context.Context, n int, body func(ctx context.Context, lo, hi int) error, opts ...Option) error {
 	if ctx == nil {
 		parNil("TryForContext", "ctx")
@@ -188,7 +251,12 @@ func TryForContext(ctx context.Context, n int, body func(ctx context.Context, lo
 	defer cancel()
 	c := parResolve(n, parMinGrain, opts)
 	if c.seq {
-		return body(ctx, 0, n)
+		// As on the parallel path: a ctx that ended while the body ran is reported even
+		// if the body did not notice it.
+		if err := body(ctx, 0, n); err != nil {
+			return err
+		}
+		return context.Cause(ctx)
 	}
 	e := &parFirstErr{st: parState{grain: c.grain}}
 	// Cancelling the parent trips the stop flag too, so no new leaf starts; the callback

@@ -307,13 +307,12 @@ func (f *parFindState) found(i int) {
 }
 
 func (f *parFindState) run(t *Task, lo, hi int, fwd, back func(lo, hi int) int) {
-	for hi-lo > f.st.grain {
+	if hi-lo > f.st.grain {
 		if f.skip(lo, hi) {
 			return
 		}
 		mid := int(uint(lo+hi) >> 1)
-		l := lo
-		left := func(t *Task) { f.run(t, l, mid, fwd, back) }
+		left := func(t *Task) { f.run(t, lo, mid, fwd, back) }
 		right := func(t *Task) { f.run(t, mid, hi, fwd, back) }
 		if f.mode == findLast {
 			// Search the high half first: it is the one that can make the low half

@@ -142,9 +142,12 @@ func pdqsortPdq[E any](t *Task, st *parState, data []E, a, b, limit int, cmp fun
 			// After a parallel split each side starts its own loop; the hints that the
 			// sequential loop carries over (wasBalanced, wasPartitioned) are passed on
 			// by breaking patterns eagerly when the split was unbalanced.
+			// Never below 0: limit may already be 0 here (breakPatternsPdq above spent
+			// the last one), and a child given -1 would never reach the heapsort
+			// fallback, losing the O(n log n) bound on adversarial inputs.
 			lim := limit
 			if !bal {
-				lim--
+				lim = max(lim-1, 0)
 			}
 			pdqFork(t, st, data, a, mid, b, lim, cmp)
 			return
@@ -364,8 +367,8 @@ func order2Pdq[E any](data []E, a, b int, swaps *int, cmp func(a, b E) int) (int
 // medianPdq returns x where data[x] is the median of data[a],data[b],data[c], where x is a, b, or c.
 func medianPdq[E any](data []E, a, b, c int, swaps *int, cmp func(a, b E) int) int {
 	a, b = order2Pdq(data, a, b, swaps, cmp)
-	b, c = order2Pdq(data, b, c, swaps, cmp)
-	a, b = order2Pdq(data, a, b, swaps, cmp)
+	b, _ = order2Pdq(data, b, c, swaps, cmp) // the greatest of the three is not needed
+	_, b = order2Pdq(data, a, b, swaps, cmp)
 	return b
 }
 
@@ -381,12 +384,6 @@ func reverseRangePdq[E any](data []E, a, b int, cmp func(a, b E) int) {
 		data[i], data[j] = data[j], data[i]
 		i++
 		j--
-	}
-}
-
-func swapRangePdq[E any](data []E, a, b, n int, cmp func(a, b E) int) {
-	for i := 0; i < n; i++ {
-		data[a+i], data[b+i] = data[b+i], data[a+i]
 	}
 }
 

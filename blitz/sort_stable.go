@@ -330,11 +330,17 @@ func stableRecCut[T any](t *Task, st *parState, a, buf []T, toBuf, skewed bool, 
 
 // parMerge merges the sorted runs x and y into out, stably, splitting large merges into two
 // independent merges around the middle element of the longer run.
+//
+// Every split must make both halves smaller, or the recursion never ends (a stack
+// overflow, seen with WithGrain(1)): it does whenever the longer run has two elements or
+// more, since the middle element is then at index 1 or beyond. Two runs of one element
+// each are the exception (the middle of x is x[0], and y[0] may go either side), so a
+// merge of two elements is always done sequentially, whatever the grain.
 func parMerge[T any](t *Task, st *parState, x, y, out []T, cmp func(a, b T) int) {
 	if st.stop.Load() {
 		return
 	}
-	if len(out) <= st.grain || len(x) == 0 || len(y) == 0 {
+	if len(out) <= max(st.grain, 2) || len(x) == 0 || len(y) == 0 {
 		mergeSeq(x, y, out, cmp)
 		return
 	}
