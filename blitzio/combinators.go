@@ -460,13 +460,66 @@ func newNary[T any, F Future[T]](fs []F) nary[T, F] {
 // finishes when the last task does; it only notices the others later.
 func (n *nary[T, F]) inOrder() {
 	var zero F
-	if _, ok := any(zero).(interface{ joinHandle() }); ok {
+	if _, ok := any(zero).(handleBatch); ok {
 		n.ordered = true
 	}
 }
 
-// joinHandle marks JoinHandle types for nary.inOrder.
-func (JoinHandle[T]) joinHandle() {}
+// handleBatch is implemented by JoinHandle types. It marks them for nary.inOrder and lets
+// JoinAll read a run of finished handles in one monomorphic loop, where the generic poll
+// makes an indirect call per handle (through the instantiation's dictionary) and checks
+// the budget twice: with 100k finished handles that overhead made JoinAll a third slower
+// than a plain loop of Wait.
+type handleBatch interface {
+	// readFinished stores into out[i] the results of the handles hs[i], i = from, from+1,
+	// ..., while they have finished, at most max of them, and returns how many it read.
+	// hs and out are a []JoinHandle[T] and a []Result[T] of the handle's own T.
+	readFinished(hs, out any, from, max int) int
+}
+
+func (JoinHandle[T]) readFinished(hs, out any, from, max int) int {
+	handles, results := hs.([]JoinHandle[T]), out.([]Result[T])
+	end := min(len(handles), from+max)
+	i := from
+	for ; i < end; i++ {
+		c := handles[i].c
+		if c == nil {
+			break // the generic poll panics with the message for a zero handle
+		}
+		cur := c.state.v.Load()
+		if life(cur) != stComplete || cur&flagJoinInterest == 0 {
+			break // pending, or detached: the generic poll handles both
+		}
+		results[i] = Result[T]{Value: c.out, Err: c.err}
+	}
+	return i - from
+}
+
+// readFinishedHandles is the fast path of JoinAll's first pass over JoinHandles: it takes
+// the run of finished handles starting at n.first, spending one unit of budget each, as
+// polling them would.
+func (n *nary[T, F]) readFinishedHandles(cx *Context) {
+	if n.first >= len(n.fs) || n.out == nil {
+		return
+	}
+	hb, ok := any(n.fs[n.first]).(handleBatch)
+	if !ok {
+		return
+	}
+	limit := len(n.fs)
+	if cx.budget >= 0 {
+		limit = int(cx.budget)
+	}
+	k := hb.readFinished(any(n.fs), any(n.out), n.first, limit)
+	if cx.budget >= 0 {
+		cx.budget -= int32(k)
+	}
+	for i := n.first; i < n.first+k; i++ {
+		n.done[uint32(i)/64] |= 1 << (uint32(i) % 64)
+	}
+	n.first += k
+	n.left -= k
+}
 
 // poll polls the woken children, calling onReady for each that finishes; onReady
 // returns false to stop (a select has its winner, a TryJoin its error). A nil onReady
@@ -587,6 +640,9 @@ type joinAll[T any, F Future[T]] struct {
 
 func (j *joinAll[T, F]) Poll(cx *Context) ([]T, bool) {
 	if j.n.left > 0 {
+		if j.n.ordered {
+			j.n.readFinishedHandles(cx)
+		}
 		j.n.poll(cx, nil)
 		if j.n.left == 0 {
 			j.n.finished()

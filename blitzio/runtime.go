@@ -599,7 +599,7 @@ func BlockOn[T any](rt *Runtime, f Future[T]) (T, error) {
 	}
 	p := newParker()
 	defer p.gone.Store(true)
-	cx := &Context{waker: Waker{t: p}, rt: rt}
+	cx := &Context{waker: Waker{t: p}, rt: rt, blockOn: p}
 	for {
 		cx.budget = budgetPerPoll
 		v, ok, err := pollCatch(f, cx)
@@ -609,6 +609,14 @@ func BlockOn[T any](rt *Runtime, f Future[T]) (T, error) {
 		}
 		if ok {
 			return v, nil
+		}
+		if cx.yield {
+			// The future yielded (a spent budget, Yield): poll again now, unless the
+			// runtime is shutting down.
+			cx.yield = false
+			if !rt.closed.Load() {
+				continue
+			}
 		}
 		select {
 		case <-p.ch:
