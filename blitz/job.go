@@ -224,6 +224,7 @@ func (jb *Job[In, Out]) push(t *Task, fn func(t *Task, in In) Out, in In) (fu Fu
 	if fn == nil {
 		panic(errNilFork)
 	}
+	t.checkLive("Job.Fork")
 	fu.fn, fu.in = fn, in
 	s := slabOf(t, jb)
 	if s.top == len(s.frames) {
@@ -333,6 +334,7 @@ func joinPushed[In, Out any](t *Task, f *frame[In, Out], gen uint32) (Out, bool)
 			return zero, false
 		}
 		// Stolen (the thief added the room back): wait for it.
+		t.checkLive("Future.Join")
 		if delta != 0 {
 			atomic.AddInt64(&t.gate, delta)
 			delta = 0
