@@ -65,6 +65,10 @@ func guestWaitsForStolen(p *Pool, started chan struct{}, inject func()) {
 }
 
 func defectsChild(scenario string) {
+	if strings.HasPrefix(scenario, "pool2-") {
+		pool2Child(scenario)
+		return
+	}
 	switch scenario {
 	case "gopanic":
 		// Item 3: a Go job's panic without a PanicHandler must crash the program, not

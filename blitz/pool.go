@@ -120,6 +120,11 @@ type Pool struct {
 	counters  sleepCounters
 	fenceWord lockfree.PaddedUint64
 	stopping  atomic.Bool
+	// refusing is set once Close has drained the pool: from then on enter refuses
+	// every operation. checkOpen reads it rather than ops, which every Call writes.
+	refusing atomic.Bool
+	// isDefault marks the default pool, which Close refuses to close.
+	isDefault bool
 	injected  lockfree.TreiberStack[*job]
 
 	// Guest Tasks (see acquireGuest). The pinned guests are pinned[0:nPinned]: made on
@@ -279,8 +284,36 @@ func (p *Pool) exit() {
 	}
 }
 
-// drain tells Close that the last operation in flight finished.
-func (p *Pool) drain() { p.drainOnce.Do(func() { close(p.drained) }) }
+// drain tells Close that the last operation in flight finished (ops is closedBit).
+func (p *Pool) drain() {
+	p.drainOnce.Do(func() {
+		p.refusing.Store(true)
+		close(p.drained)
+	})
+}
+
+// checkOptsOpen is checkOpen for the pool that opts name, if any, for the paths of the
+// parallel functions that finish without resolving their options (parResolve), such as
+// a sort of a few elements. Without WithPool there is nothing to check: the default
+// pool cannot be closed, and looking at it would start it.
+func checkOptsOpen(opts []Option) {
+	for i := len(opts) - 1; i >= 0; i-- { // the last WithPool wins, as in parResolve
+		if p := opts[i].pool; p != nil {
+			p.checkOpen()
+			return
+		}
+	}
+}
+
+// checkOpen panics with ErrClosed if the pool refuses new work, as Call would. Every
+// parallel function calls it (parResolve), whatever the size of its input, so that on
+// a closed pool a small input, which would run on the caller's goroutine without
+// entering the pool, fails like a large one instead of working.
+func (p *Pool) checkOpen() {
+	if p.refusing.Load() {
+		panic(ErrClosed)
+	}
+}
 
 // Close stops the pool: it waits for the Calls, Go jobs and Broadcasts in flight, then
 // stops the workers and returns once every worker goroutine has exited. Close is
@@ -289,15 +322,23 @@ func (p *Pool) drain() { p.drainOnce.Do(func() { close(p.drained) }) }
 // While Close waits, the work in flight may still start new Calls, Go jobs and
 // Broadcasts (a parallel loop inside a job is a Call), and Close waits for those too;
 // so may other goroutines, since the pool cannot tell them apart. Once the work in
-// flight has finished, Call, Go and Broadcast panic with ErrClosed (TryCall returns it).
+// flight has finished, Call, Go and Broadcast panic with ErrClosed (TryCall returns it),
+// and so do the parallel functions given the pool with WithPool, whatever the size of
+// their input.
 //
-// Close panics if it is called from inside the pool's own work (a Call's function, a
+// Close panics if p is the default pool (see Default): the package-level functions of
+// the whole process share it, so nobody owns it. Close also panics if it is called
+// from inside the pool's own work (a Call's function, a
 // job, a Go job, a Broadcast share, a loop body run by the pool): it would wait for
 // itself. It cannot detect a call made on another goroutine that such work waits for;
 // that deadlocks.
 func (p *Pool) Close() {
 	if p == nil {
 		panic(nilPool("Close"))
+	}
+	if p.isDefault {
+		panic("blitz: Pool.Close: the default pool cannot be closed: every package-level function of the " +
+			"process (Sum, For, Sort...) runs on it; close a pool made with NewPool instead")
 	}
 	if p.onStack() {
 		panic("blitz: Pool.Close called from inside the pool's own work (a Call, job or Go job of the same pool): " +
@@ -807,6 +848,8 @@ var defaultPool struct {
 
 // Default returns the default pool, starting it on first use with the configuration
 // given to SetDefault (or the zero Config). Nothing starts at package initialisation.
+// The parallel functions run on it unless given WithPool. It lives as long as the
+// process: its Close panics, since every package-level function shares it.
 func Default() *Pool {
 	if p := defaultPool.p.Load(); p != nil {
 		return p
@@ -820,6 +863,7 @@ func Default() *Pool {
 	if err != nil {
 		panic(err) // unreachable: SetDefault validated the configuration
 	}
+	p.isDefault = true // before it is published
 	defaultPool.p.Store(p)
 	return p
 }

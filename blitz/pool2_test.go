@@ -147,3 +147,154 @@ func TestPool2CallAllocs(t *testing.T) {
 		}
 	}
 }
+
+// closedPanic reports whether f panicked with an error wrapping ErrClosed, and what it
+// panicked with.
+func closedPanic(f func()) (ok bool, r any) {
+	defer func() {
+		r = recover()
+		err, isErr := r.(error)
+		ok = isErr && errors.Is(err, ErrClosed)
+	}()
+	f()
+	return false, nil
+}
+
+// On a closed pool, every parallel function behaves the same whatever the size of its
+// (non-empty) input: it panics with ErrClosed, as Call does. Small inputs used to run
+// on the caller's goroutine without looking at the pool, so they worked while large
+// ones panicked. (An empty input may return at once: documented on WithPool.)
+func TestPool2ClosedPoolSameForEverySize(t *testing.T) {
+	p, err := NewPool(Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	o := WithPool(p)
+	add := func(a, b int) int { return a + b }
+	id := func(v int) int { return v }
+	pos := func(v int) bool { return v > 1 }
+	cmpInt := func(a, b int) int { return a - b }
+	for _, n := range []int{1, 3, 100, 5000, 1 << 16} {
+		s := make([]int, n)
+		for i := range s {
+			s[i] = n - i
+		}
+		ss := [][]int{s, s}
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		seq := func(yield func(int) bool) {
+			for _, v := range s {
+				if !yield(v) {
+					return
+				}
+			}
+		}
+		fns := map[string]func(){
+			"For":            func() { For(n, func(lo, hi int) {}, o) },
+			"ForGrain":       func() { ForGrain(n, 1, func(lo, hi int) {}, o) },
+			"ForUntil":       func() { ForUntil(n, func(lo, hi int, _ Stop) {}, o) },
+			"Reduce":         func() { Reduce(n, 0, func(lo, hi int) int { return hi - lo }, add, o) },
+			"MapReduce":      func() { MapReduce(s, 0, id, add, o) },
+			"MapReduceChunk": func() { MapReduceChunked(s, 0, func(c []int) int { return len(c) }, add, o) },
+			"TryFor":         func() { _ = TryFor(n, func(lo, hi int) error { return nil }, o) },
+			"TryForEach":     func() { _ = TryForEach(s, func(int) error { return nil }, o) },
+			"TryReduce":      func() { _, _ = TryReduce(n, 0, func(lo, hi int) (int, error) { return 0, nil }, add, o) },
+			"TryForContext": func() {
+				_ = TryForContext(context.Background(), n, func(context.Context, int, int) error { return nil }, o)
+			},
+			"ForEach":         func() { ForEach(s, func(int) {}, o) },
+			"ForEachIndex":    func() { ForEachIndex(s, func(int, *int) {}, o) },
+			"Map":             func() { Map(s, id, o) },
+			"MapInto":         func() { MapInto(make([]int, n), s, id, o) },
+			"MapInPlace":      func() { MapInPlace(s, id, o) },
+			"Fill":            func() { Fill(make([]int, n), 1, o) },
+			"Filter":          func() { Filter(s, pos, o) },
+			"Partition":       func() { Partition(s, pos, o) },
+			"FlatMap":         func() { FlatMap(s, func(v int) []int { return nil }, o) },
+			"Flatten":         func() { Flatten(ss, o) },
+			"Scatter":         func() { Scatter(s, idx, make([]int, n), o) },
+			"Sum":             func() { Sum(s, o) },
+			"Dot":             func() { Dot(s, s, o) },
+			"Min":             func() { Min(s, o) },
+			"Max":             func() { Max(s, o) },
+			"MinFunc":         func() { MinFunc(s, cmpInt, o) },
+			"MaxFunc":         func() { MaxFunc(s, cmpInt, o) },
+			"MinByKey":        func() { MinByKey(s, id, o) },
+			"MaxByKey":        func() { MaxByKey(s, id, o) },
+			"Count":           func() { Count(s, pos, o) },
+			"Any":             func() { Any(s, pos, o) },
+			"All":             func() { All(s, pos, o) },
+			"FindAny":         func() { FindAny(s, pos, o) },
+			"FindFirst":       func() { FindFirst(s, pos, o) },
+			"FindLast":        func() { FindLast(s, pos, o) },
+			"Index":           func() { Index(s, 1, o) },
+			"IndexAny":        func() { IndexAny(s, 1, o) },
+			"LastIndex":       func() { LastIndex(s, 1, o) },
+			"Sort":            func() { Sort(s, o) },
+			"SortDesc":        func() { SortDesc(s, o) },
+			"SortFunc":        func() { SortFunc(s, cmpInt, o) },
+			"SortByKey":       func() { SortByKey(s, id, o) },
+			"SortByCachedKey": func() { SortByCachedKey(s, id, o) },
+			"SortStableFunc":  func() { SortStableFunc(s, cmpInt, o) },
+			"ForEachSeq":      func() { ForEachSeq(seq, func(int) {}, o) },
+			"MapSeq": func() {
+				for range MapSeq(seq, id, o) {
+				}
+			},
+			"Chunks.ForEach": func() { Chunks(s, 8).ForEach(func(int, []int) {}, o) },
+			"ReduceChunks":   func() { ReduceChunks(Chunks(s, 8), 0, func(int, []int) int { return 1 }, add, o) },
+			"Zip.ForEach":    func() { Zip(s, s).ForEach(func(int, int, int) {}, o) },
+			"ZipMapReduce":   func() { ZipMapReduce(Zip(s, s), 0, add, add, o) },
+			"ZipDot":         func() { ZipDot(Zip(s, s), o) },
+			"Chain.ForEach":  func() { Chain(s, s).ForEach(func(int, int) {}, o) },
+			"ChainMapReduce": func() { ChainMapReduce(Chain(s, s), 0, id, add, o) },
+			"Range.ForEach":  func() { Range(0, n).ForEach(func(int) {}, o) },
+			"RangeReduce":    func() { RangeReduce(Range(0, n), 0, id, add, o) },
+		}
+		for name, f := range fns {
+			if ok, r := closedPanic(f); !ok {
+				t.Errorf("%s with %d elements on a closed pool: recovered %v, want a panic wrapping ErrClosed", name, n, r)
+			}
+		}
+	}
+}
+
+// Default().Close() panics with a message that says why, and leaves the default pool
+// working: every package-level function of the process shares it. It runs in a child
+// process, so that the code before the fix (which closed the default pool) cannot
+// break the other tests.
+func TestPool2DefaultCloseRefused(t *testing.T) {
+	out, failed := runChild(t, "pool2-default-close")
+	if failed || !strings.Contains(out, "REFUSED: ") || !strings.Contains(out, "STILL WORKS") {
+		t.Fatalf("Default().Close(): want a panic and a working default pool; child output:\n%s", out)
+	}
+	if !strings.Contains(out, "default pool") {
+		t.Fatalf("the panic does not say that the default pool cannot be closed:\n%s", out)
+	}
+}
+
+// pool2Child runs the child-process scenarios of the pool2 tests (see runChild).
+func pool2Child(scenario string) {
+	switch scenario {
+	case "pool2-default-close":
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					fmt.Printf("REFUSED: %v\n", r)
+				}
+			}()
+			Default().Close()
+			fmt.Println("CLOSED")
+		}()
+		s := make([]int, 1<<20)
+		for i := range s {
+			s[i] = 1
+		}
+		if Sum(s) == len(s) && Sum(s[:3]) == 3 {
+			fmt.Println("STILL WORKS")
+		}
+	}
+}
