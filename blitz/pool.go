@@ -33,7 +33,7 @@ var ErrGoexit = errors.New("blitz: the goroutine running the job exited (runtime
 var ErrConfig = errors.New("blitz: invalid Config")
 
 // DefaultSpinRounds is the number of yield rounds an idle worker makes before it
-// announces that it is sleepy (seed 004: 32).
+// announces that it is sleepy (Rayon's ROUNDS_UNTIL_SLEEPY, 32).
 const DefaultSpinRounds = 32
 
 // DefaultSplitDepth is the default Config.SplitDepth.
@@ -369,7 +369,7 @@ func (p *Pool) Close() {
 // stack (see withMark).
 func (p *Pool) runWorker(w *Task) { p.withMark(nil, func(*Task) { w.workerLoop() }) }
 
-// workerLoop is a worker's main loop (seed 004): run work while there is some; when
+// workerLoop is a worker's main loop (Rayon's main_loop): run work while there is some; when
 // there is none, go through the sleep protocol until work or the stop signal arrives.
 //
 // A job that calls runtime.Goexit ends the worker's goroutine: the deferred calls of
@@ -739,8 +739,8 @@ func newHeapJob(f func(*Task), after func(*PanicError)) *heapJob {
 	return h
 }
 
-// inject pushes a job to the injection queue and wakes a worker for it (with fence 1
-// of seed 002 between the push and the sleep manager's counters).
+// inject pushes a job to the injection queue and wakes a worker for it (with a fence
+// between the push and the sleep manager's counters: see sleep.go).
 func (p *Pool) inject(j *job) {
 	wasEmpty := p.injected.Empty()
 	p.injected.Push(j)

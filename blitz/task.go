@@ -27,7 +27,7 @@ import (
 // is the largest, and each theft makes room for the owner's next fork. So a worker that
 // nobody steals from pushes only about one job per level of recursion it returns
 // through, and every other fork costs one atomic load (Task.gate) and a compare, inlined
-// at the call site: no atomic read-modify-write, no allocation. Rayon (and the seeds) push every
+// at the call site: no atomic read-modify-write, no allocation. Rayon pushes every
 // fork, about 30 ns here with Go's sequentially consistent atomics; this is why blitz
 // does not.
 //
@@ -156,7 +156,7 @@ func (t *Task) push(j *job) {
 func (t *Task) countExecuted() { t.count.executed.Add(1) }
 
 // findWork looks for a job to run while the Task is idle or waiting for a stolen frame,
-// in the order of seed 004: (own deque,) other workers, injected jobs.
+// in the order of Rayon's find_work: (own deque,) other workers, injected jobs.
 //
 // The Task's own deque is not popped here: whenever a Task looks for work its deque is
 // empty. It holds only the Task's pushed, unjoined frames; a Task waits only for a
@@ -358,8 +358,8 @@ func (t *Task) unwindTo(d0 int) {
 	}
 }
 
-// waitFor runs other work until the stolen job j is done: the seeds' hybrid join. See
-// waitUntil.
+// waitFor runs other work until the stolen job j is done: Rayon's wait_until (a join
+// that steals while it waits). See waitUntil.
 func (t *Task) waitFor(j *job) { t.waitUntil(&j.latch) }
 
 // waitStolen is waitFor for a frame that its join has already taken off the frame
