@@ -65,8 +65,10 @@ type Config struct {
 	// PanicHandler receives panics of jobs started with Pool.Go, which have nobody to
 	// re-raise them to. It runs on the goroutine that ran the job, with no other work
 	// beneath it, while Close still counts the job as running (so it must not call
-	// the pool's Close). Nil means the panic crashes the program, as a panic in a
-	// goroutine started with the go statement does; it never surfaces anywhere else.
+	// the pool's Close: that panics). If it calls runtime.Goexit, its goroutine ends
+	// as a Go job's would (a worker is replaced); if it panics, the program crashes.
+	// Nil means the panic crashes the program, as a panic in a goroutine started with
+	// the go statement does; it never surfaces anywhere else.
 	PanicHandler func(*PanicError)
 }
 
@@ -723,13 +725,18 @@ func runHeapJob(t *Task, j *job) { (*heapJob)(unsafe.Pointer(j)).f(t) }
 func doneHeapJob(j *job, p *PanicError) { (*heapJob)(unsafe.Pointer(j)).after(p) }
 
 // goPanic is the panic value that crashes the program when a Go job panics and the pool
-// has no PanicHandler. Its message carries the job's own stack: the crash report
-// shows the stack of the goroutine that re-raises it.
+// has no PanicHandler. Its first line names the value and, as PanicError.Error does,
+// the file:line where the job panicked; then comes the job's own stack, since the
+// crash report shows the stack of the goroutine that re-raises it.
 type goPanic struct{ *PanicError }
 
 func (e goPanic) Error() string {
-	return fmt.Sprintf("blitz: panic in a Pool.Go job (the pool has no Config.PanicHandler): %v\n\njob's goroutine stack:\n%s",
-		e.Value, e.Stack)
+	at := ""
+	if site := panicSite(e.pcs); site != "" {
+		at = " [at " + site + "]"
+	}
+	return fmt.Sprintf("blitz: panic in a Pool.Go job (the pool has no Config.PanicHandler): %v%s\n\njob's goroutine stack:\n%s",
+		e.Value, at, e.Stack)
 }
 
 func newHeapJob(f func(*Task), after func(*PanicError)) *heapJob {
@@ -782,7 +789,11 @@ func (p *Pool) Go(f func(t *Task)) {
 				// normally) before this crash.
 				panic(goPanic{pe})
 			}
+			// Deferred: a handler that calls runtime.Goexit (or panics) must not leave
+			// the job counted, or Close would wait for it forever.
+			defer p.exit()
 			p.onPanic(pe)
+			return
 		}
 		p.exit()
 	})

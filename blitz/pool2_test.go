@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -279,6 +280,13 @@ func TestPool2DefaultCloseRefused(t *testing.T) {
 // pool2Child runs the child-process scenarios of the pool2 tests (see runChild).
 func pool2Child(scenario string) {
 	switch scenario {
+	case "pool2-gopanic-site":
+		p, _ := NewPool(Config{Workers: 2})
+		p.Go(func(*Task) {
+			panic("go-site-boom") // the crash message must name this line
+		})
+		time.Sleep(20 * time.Second)
+		fmt.Println("NO CRASH")
 	case "pool2-default-close":
 		func() {
 			defer func() {
@@ -296,5 +304,93 @@ func pool2Child(scenario string) {
 		if Sum(s) == len(s) && Sum(s[:3]) == 3 {
 			fmt.Println("STILL WORKS")
 		}
+	}
+}
+
+// Hostile: runtime.Goexit in the function of every Call form, directly or inside a
+// Join, on the calling goroutine: each Call is left exactly once (the guest freed, the
+// operation unregistered), so later Calls reuse the guest, the Task checks see it free,
+// and Close returns.
+func TestPool2GoexitEveryCallForm(t *testing.T) {
+	p, err := NewPool(Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit := func(t *Task, inJoin bool) {
+		if inJoin {
+			Join(t, func(*Task) { runtime.Goexit() }, func(*Task) {})
+		}
+		runtime.Goexit()
+	}
+	forms := map[string]func(inJoin bool){
+		"Pool.Call": func(j bool) { p.Call(func(t *Task) { exit(t, j) }) },
+		"Call":      func(j bool) { Call(p, func(t *Task) int { exit(t, j); return 0 }) },
+		"Pool.TryCall": func(j bool) {
+			_ = p.TryCall(func(t *Task) error { exit(t, j); return nil })
+		},
+		"TryCall": func(j bool) {
+			_, _ = TryCall(p, func(t *Task) (int, error) { exit(t, j); return 0, nil })
+		},
+	}
+	for name, f := range forms {
+		for _, inJoin := range []bool{false, true} {
+			what := fmt.Sprintf("%s (Goexit in a Join: %v)", name, inJoin)
+			if _, exited := goexitOutcome(t, what, func() { f(inJoin) }); !exited {
+				t.Fatalf("%s: the calling goroutine did not exit", what)
+			}
+			if ops := p.ops.Load(); ops != 0 {
+				t.Fatalf("%s: %d operations still counted after the Call's goroutine exited", what, ops)
+			}
+		}
+	}
+	var saved *Task
+	p.Call(func(t *Task) { saved = t })
+	stalePanic(t, "Catch on the guest after Goexits", func() { Catch(saved, func(*Task) {}) })
+	if retained, _ := guestCounts(p); retained > 1 {
+		t.Errorf("%d guest Tasks made for sequential Calls, want 1 (the guest was not freed)", retained)
+	}
+	within(t, 10*time.Second, "Close after Calls that exited", p.Close)
+}
+
+// Hostile: a PanicHandler that calls runtime.Goexit (or panics) must not leave the Go
+// job counted: Close used to wait for it forever.
+func TestPool2PanicHandlerGoexit(t *testing.T) {
+	handled := make(chan struct{}, 8)
+	p, err := NewPool(Config{Workers: 2, PanicHandler: func(*PanicError) {
+		handled <- struct{}{}
+		runtime.Goexit()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		p.Go(func(*Task) { panic("handled-then-exit") })
+	}
+	for range 4 {
+		select {
+		case <-handled:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the PanicHandler was not called")
+		}
+	}
+	checkPoolAlive(t, p, "PanicHandler calling Goexit")
+}
+
+// The crash of an unhandled Pool.Go panic names the user's panicking line, as
+// PanicError.Error does, on its first line.
+func TestPool2GoPanicCrashNamesSite(t *testing.T) {
+	out, failed := runChild(t, "pool2-gopanic-site")
+	if !failed || strings.Contains(out, "NO CRASH") {
+		t.Fatalf("a Go job's panic did not crash the program:\n%s", out)
+	}
+	first := ""
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "go-site-boom") {
+			first = line
+			break
+		}
+	}
+	if !strings.Contains(first, "[at pool2_test.go:") {
+		t.Fatalf("the crash message does not name the panicking line on the line with the value: %q\nfull output:\n%s", first, out)
 	}
 }
