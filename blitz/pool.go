@@ -816,14 +816,20 @@ func (p *Pool) runDetached(j *job) {
 // any f is re-raised as a *PanicError after all have finished (the first one by worker
 // index). Broadcast panics with ErrClosed after Close.
 //
-// Broadcast must not be called from a job running on the same pool: that job's worker
-// could not run its share while it waits.
+// Broadcast panics if it is called on one of the pool's workers (from a job, or from a
+// Call that a job made): that worker could not run its share while it waits. From a
+// Call on any other goroutine it works. Detecting this walks the caller's stack, a
+// microsecond or so per Broadcast.
 func (p *Pool) Broadcast(f func(workerIndex int)) {
 	if p == nil {
 		panic(nilPool("Broadcast"))
 	}
 	if f == nil {
 		panic("blitz: Pool.Broadcast: nil function")
+	}
+	if _, onWorker := p.stackMarks(); onWorker {
+		panic("blitz: Pool.Broadcast called from a job running on a worker of the same pool: that worker " +
+			"cannot run its share while it waits, so Broadcast would wait forever; call it from outside the pool's workers")
 	}
 	if err := p.enter(); err != nil {
 		panic(err)
@@ -1186,6 +1192,15 @@ var markDigitOf = sync.OnceValue(func() map[string]uint64 {
 // onStack reports whether the calling goroutine is running the pool's work: whether a
 // mark of p (see withMark) is on its stack.
 func (p *Pool) onStack() bool {
+	in, _ := p.stackMarks()
+	return in
+}
+
+// stackMarks reads the marks on the calling goroutine's stack: inPool, whether one of
+// them is p's, and onWorker, whether the goroutine is one of p's workers (p's mark
+// made by runWorker, at the bottom of the stack). It costs a stack walk: it serves
+// Close and Broadcast, not the paths that run per job.
+func (p *Pool) stackMarks() (inPool, onWorker bool) {
 	pcs := make([]uintptr, 128)
 	for {
 		n := runtime.Callers(1, pcs)
@@ -1198,24 +1213,36 @@ func (p *Pool) onStack() bool {
 	digits := markDigitOf()
 	frames := runtime.CallersFrames(pcs)
 	// Innermost first, a mark reads from its highest digit down; a mark is a run of
-	// marker frames, with markNext frames between them (skipped).
-	inMark := false
+	// marker frames, with markNext (and the inlined withMark) frames between and after
+	// them, skipped. The frame right outside p's mark tells who made it.
+	inMark, ours := false, false
 	var v uint64
 	for {
 		fr, more := frames.Next()
-		if d, ok := digits[fr.Function]; ok {
+		switch d, ok := digits[fr.Function]; {
+		case ok:
 			if !inMark {
 				inMark, v = true, 0
 			}
 			v = v<<4 | d
-		} else if !strings.HasSuffix(fr.Function, ".markNext") {
+		case strings.HasSuffix(fr.Function, ".markNext") || strings.HasSuffix(fr.Function, ".(*Pool).withMark"):
+		default:
 			if inMark && v == p.serial {
-				return true
+				inPool, ours = true, true
+			}
+			if ours && strings.HasSuffix(fr.Function, ".(*Pool).runWorker") {
+				onWorker = true
 			}
 			inMark = false
+			if !strings.HasSuffix(fr.Function, ".(*Pool).runWorker") {
+				ours = false
+			}
 		}
 		if !more {
-			return inMark && v == p.serial
+			if inMark && v == p.serial {
+				inPool = true
+			}
+			return inPool, onWorker
 		}
 	}
 }

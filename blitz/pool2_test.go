@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -392,5 +393,106 @@ func TestPool2GoPanicCrashNamesSite(t *testing.T) {
 	}
 	if !strings.Contains(first, "[at pool2_test.go:") {
 		t.Fatalf("the crash message does not name the panicking line on the line with the value: %q\nfull output:\n%s", first, out)
+	}
+}
+
+// Hostile: Go jobs that keep submitting Go jobs while Close waits. Close lets the whole
+// chain run (none is refused) and returns once it ends.
+func TestPool2CloseWaitsForGoChains(t *testing.T) {
+	p, err := NewPool(Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chains, links = 4, 200
+	var ran atomic.Int64
+	var link func(k int) func(*Task)
+	link = func(k int) func(*Task) {
+		return func(*Task) {
+			ran.Add(1)
+			if k < links {
+				p.Go(link(k + 1)) // panics with ErrClosed if Close refused it
+			}
+		}
+	}
+	for range chains {
+		p.Go(link(1))
+	}
+	within(t, 30*time.Second, "Close while Go jobs keep submitting", p.Close)
+	if got := ran.Load(); got != chains*links {
+		t.Fatalf("Close returned after %d of %d chained Go jobs ran", got, chains*links)
+	}
+}
+
+// Hostile: Close called from inside a Go job panics (it would wait for itself); with a
+// PanicHandler that panic reaches the handler, and the outer Close still returns.
+func TestPool2CloseFromGoJobReachesHandler(t *testing.T) {
+	got := make(chan *PanicError, 1)
+	p, err := NewPool(Config{Workers: 2, PanicHandler: func(pe *PanicError) { got <- pe }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Go(func(*Task) { p.Close() })
+	select {
+	case pe := <-got:
+		if !strings.Contains(fmt.Sprint(pe.Value), "inside the pool's own work") {
+			t.Fatalf("the handler got %v, want Close's from-inside panic", pe.Value)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close from inside a Go job neither panicked nor returned")
+	}
+	within(t, 10*time.Second, "Close from outside after the refused inner Close", p.Close)
+}
+
+// Nil arguments of the new call forms panic with a message naming them.
+func TestPool2TryCallNil(t *testing.T) {
+	p := newPool(t, Config{Workers: 1})
+	var np *Pool
+	wantPanic(t, "nil *Pool", func() { _, _ = TryCall(np, func(*Task) (int, error) { return 0, nil }) })
+	wantPanic(t, "nil function", func() { _, _ = TryCall[int](p, nil) })
+	wantPanic(t, "nil function", func() { _ = p.TryCall(nil) })
+}
+
+// Hostile: Broadcast from a job running on a worker of the same pool used to deadlock
+// silently (that worker cannot run its share while it waits). Now it panics at once;
+// from a Call on an outside goroutine, and from a Call on another pool's worker, it
+// works.
+func TestPool2BroadcastFromWorkerPanics(t *testing.T) {
+	p := newPool(t, Config{Workers: 2})
+	done := make(chan any, 1)
+	p.Go(func(*Task) {
+		defer func() { done <- recover() }()
+		p.Broadcast(func(int) {})
+	})
+	select {
+	case r := <-done:
+		if !strings.Contains(fmt.Sprint(r), "worker of the same pool") {
+			t.Fatalf("Broadcast from a Go job: recovered %v, want a panic saying why", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Broadcast from a Go job on the same pool deadlocked")
+	}
+	// Nested inside a Call made by the job: the goroutine is still a worker.
+	p.Go(func(*Task) {
+		defer func() { done <- recover() }()
+		p.Call(func(*Task) { p.Broadcast(func(int) {}) })
+	})
+	select {
+	case r := <-done:
+		if !strings.Contains(fmt.Sprint(r), "worker of the same pool") {
+			t.Fatalf("Broadcast from a Call inside a Go job: recovered %v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Broadcast from a Call inside a Go job on the same pool deadlocked")
+	}
+	var ran atomic.Int32
+	within(t, 10*time.Second, "Broadcast from a Call", func() {
+		p.Call(func(*Task) { p.Broadcast(func(int) { ran.Add(1) }) })
+	})
+	q := newPool(t, Config{Workers: 1})
+	within(t, 10*time.Second, "Broadcast from another pool's worker", func() {
+		onWorker(q, func(*Task) { p.Broadcast(func(int) { ran.Add(1) }) })
+	})
+	if ran.Load() != 4 {
+		t.Fatalf("the allowed Broadcasts ran %d shares, want 4", ran.Load())
 	}
 }
