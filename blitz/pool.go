@@ -122,9 +122,9 @@ type Pool struct {
 	counters  sleepCounters
 	fenceWord lockfree.PaddedUint64
 	stopping  atomic.Bool
-	// refusing is set once Close has drained the pool: from then on enter refuses
-	// every operation. checkOpen reads it rather than ops, which every Call writes.
-	refusing atomic.Bool
+	// closing is set when Close begins, refusing once Close has drained the pool (see
+	// enter). checkOpen reads them rather than ops, which every Call writes.
+	closing, refusing atomic.Bool
 	// isDefault marks the default pool, which Close refuses to close.
 	isDefault bool
 	injected  lockfree.TreiberStack[*job]
@@ -263,16 +263,35 @@ func (p *Pool) Stats() Stats {
 
 // enter registers an operation (Call, Go, Broadcast) so Close waits for it.
 //
-// It is refused only once the pool is closed and drained (ops == closedBit), not as
-// soon as Close began: work that Close is waiting for may make nested calls (every
-// parallel loop inside a job is a Call), and refusing them would fail work that Close
-// promised to let finish. Once the count has reached closedBit nothing can raise it
-// again (the CAS below never succeeds from there), so Close's drain is final.
+// Once Close has begun (closedBit set) it accepts only operations started by the
+// pool's own work, recognised by the pool's mark on the calling goroutine's stack
+// (onStack): work that Close waits for may make nested calls (every parallel loop
+// inside a job is a Call), and refusing them would fail work that Close promised to
+// let finish. Operations from other goroutines are refused at once: accepting them
+// too let callers that call in a loop keep the count above zero forever, and Close
+// never returned. The stack walk happens only during that window. Once the count has
+// reached closedBit nothing can raise it again (the CAS below never succeeds from
+// there), so Close's drain is final.
 func (p *Pool) enter() error {
+	v := p.ops.Load()
+	if v&closedBit == 0 && p.ops.CompareAndSwap(v, v+1) {
+		return nil
+	}
+	return p.enterSlow()
+}
+
+func (p *Pool) enterSlow() error {
+	checked := false
 	for {
 		v := p.ops.Load()
 		if v == closedBit {
 			return ErrClosed
+		}
+		if v&closedBit != 0 && !checked {
+			if !p.onStack() {
+				return ErrClosed
+			}
+			checked = true
 		}
 		if p.ops.CompareAndSwap(v, v+1) {
 			return nil
@@ -312,8 +331,8 @@ func checkOptsOpen(opts []Option) {
 // a closed pool a small input, which would run on the caller's goroutine without
 // entering the pool, fails like a large one instead of working.
 func (p *Pool) checkOpen() {
-	if p.refusing.Load() {
-		panic(ErrClosed)
+	if p.closing.Load() && (p.refusing.Load() || !p.onStack()) {
+		panic(ErrClosed) // as enter would refuse it
 	}
 }
 
@@ -322,11 +341,13 @@ func (p *Pool) checkOpen() {
 // idempotent; concurrent calls all return after the pool stopped.
 //
 // While Close waits, the work in flight may still start new Calls, Go jobs and
-// Broadcasts (a parallel loop inside a job is a Call), and Close waits for those too;
-// so may other goroutines, since the pool cannot tell them apart. Once the work in
-// flight has finished, Call, Go and Broadcast panic with ErrClosed (TryCall returns it),
-// and so do the parallel functions given the pool with WithPool, whatever the size of
-// their input.
+// Broadcasts (a parallel loop inside a job is a Call), and Close waits for those too.
+// Calls, Go jobs and Broadcasts from any other goroutine (one that is not running the
+// pool's work, including a goroutine that such work started with the go statement)
+// are refused from the moment Close begins: Call, Go and Broadcast panic with
+// ErrClosed (TryCall returns it), and so do the parallel functions given the pool with
+// WithPool, whatever the size of their input. Once the work in flight has finished,
+// everything is refused.
 //
 // Close panics if p is the default pool (see Default): the package-level functions of
 // the whole process share it, so nobody owns it. Close also panics if it is called
@@ -347,6 +368,7 @@ func (p *Pool) Close() {
 			"Close waits for that work to finish, so it would wait for itself; close the pool from outside it")
 	}
 	p.closeOnce.Do(func() {
+		p.closing.Store(true)
 		if p.ops.Or(closedBit) == 0 {
 			p.drain()
 		}
@@ -656,11 +678,15 @@ func TryCall[T any](p *Pool, f func(t *Task) (T, error)) (T, error) {
 // call runs f as a Call: on a guest Task, under the pool's mark. It returns ErrClosed
 // if the pool is closed (f did not run), f's panic as a *PanicError, or nil.
 func (p *Pool) call(f func(*Task)) error {
-	if err := p.enter(); err != nil {
-		return err
+	// enter, written out (the inliner refuses it).
+	if v := p.ops.Load(); v&closedBit != 0 || !p.ops.CompareAndSwap(v, v+1) {
+		if err := p.enterSlow(); err != nil {
+			return err
+		}
 	}
 	// acquireGuest's and leaveCall's fast paths, written out here because the
-	// inliner's budget refuses them: they are most of the cost of an empty Call.
+	// inliner's budget refuses them: with enter, they are most of the cost of an
+	// empty Call.
 	g := p.pinned[0].Load()
 	if g == nil || g.inUse.Load() || !g.inUse.CompareAndSwap(false, true) {
 		g = p.acquireGuestSlow()

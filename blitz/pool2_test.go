@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -494,5 +495,45 @@ func TestPool2BroadcastFromWorkerPanics(t *testing.T) {
 	})
 	if ran.Load() != 4 {
 		t.Fatalf("the allowed Broadcasts ran %d shares, want 4", ran.Load())
+	}
+}
+
+// Hostile: Close while goroutines outside the pool call it in a loop. Close used to
+// accept their Calls until the count of operations in flight reached zero, which with
+// several callers it almost never did: Close did not return (the stress test
+// TestBlitzStressCloseRacesCallers hung for its 2 minutes). Now Calls from outside are
+// refused as soon as Close begins; the pool's own nested calls are still accepted
+// (TestDefectsNestedCallDuringClose).
+func TestPool2CloseWithCallersInALoop(t *testing.T) {
+	for round := range 5 {
+		p, err := NewPool(Config{Workers: 1 + round%3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var closed atomic.Int32
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					v, err := TryCall(p, func(t *Task) (int, error) { return fib(t, 10), nil })
+					if errors.Is(err, ErrClosed) {
+						closed.Add(1)
+						return
+					}
+					if err != nil || v != 55 {
+						t.Errorf("TryCall = %d, %v", v, err)
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Duration(round) * time.Millisecond)
+		within(t, 20*time.Second, "Close while 16 goroutines call in a loop", p.Close)
+		wg.Wait()
+		if closed.Load() != 16 {
+			t.Fatalf("round %d: %d of 16 callers saw ErrClosed", round, closed.Load())
+		}
 	}
 }
