@@ -22,7 +22,7 @@ func TestCloseRefusesOutsideCallersWhileDraining(t *testing.T) {
 		p.Go(func(*Task) {
 			close(started)
 			<-release
-			nestedErr <- p.TryCall(func(*Task) {})
+			nestedErr <- p.TryCall(func(*Task) error { return nil })
 		})
 		<-started
 		// Callers that never stop calling until refused.
@@ -33,7 +33,7 @@ func TestCloseRefusesOutsideCallersWhileDraining(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for {
-					err := p.TryCall(func(t *Task) { Join(t, func(*Task) {}, func(*Task) {}) })
+					err := p.TryCall(func(t *Task) error { Join(t, func(*Task) {}, func(*Task) {}); return nil })
 					if errors.Is(err, ErrClosed) {
 						refused.Add(1)
 						return

@@ -65,6 +65,10 @@ func guestWaitsForStolen(p *Pool, started chan struct{}, inject func()) {
 }
 
 func defectsChild(scenario string) {
+	if strings.HasPrefix(scenario, "pool2-") {
+		pool2Child(scenario)
+		return
+	}
 	switch scenario {
 	case "gopanic":
 		// Item 3: a Go job's panic without a PanicHandler must crash the program, not
@@ -367,7 +371,7 @@ func TestDefectsNestedCallDuringClose(t *testing.T) {
 			for !poolClosing(p) && time.Now().Before(deadline) {
 				time.Sleep(100 * time.Microsecond)
 			}
-			if err := p.TryCall(func(*Task) {}); err != nil {
+			if err := p.TryCall(func(*Task) error { return nil }); err != nil {
 				return fmt.Errorf("nested TryCall: %w", err)
 			}
 			var sum atomic.Int64
@@ -497,8 +501,8 @@ func TestDefectsGuestsBounded(t *testing.T) {
 	close(release)
 	within(t, 30*time.Second, "1000 concurrent Calls returning", done.Wait)
 	retained, scanned := guestCounts(p)
-	if scanned != 0 {
-		t.Fatalf("after the Calls returned, idle workers still scan %d guest Tasks, want 0", scanned)
+	if scanned > pinnedLimit(p) {
+		t.Fatalf("after the Calls returned, idle workers still scan %d guest Tasks, want at most the %d pinned ones", scanned, pinnedLimit(p))
 	}
 	if limit := guestKeepLimit(p); retained > limit {
 		t.Fatalf("after 1000 concurrent Calls, %d guest Tasks are retained, want at most %d", retained, limit)
@@ -528,7 +532,7 @@ func TestDefectsNilArguments(t *testing.T) {
 	}{
 		{"Pool.Call nil pool", "nil", func() { nilPool.Call(func(*Task) {}) }},
 		{"Call nil pool", "nil", func() { Call(nilPool, func(*Task) int { return 0 }) }},
-		{"TryCall nil pool", "nil", func() { _ = nilPool.TryCall(func(*Task) {}) }},
+		{"TryCall nil pool", "nil", func() { _ = nilPool.TryCall(func(*Task) error { return nil }) }},
 		{"Go nil pool", "nil", func() { nilPool.Go(func(*Task) {}) }},
 		{"Broadcast nil pool", "nil", func() { nilPool.Broadcast(func(int) {}) }},
 		{"Call nil function", "nil", func() { Call[int](p, nil) }},

@@ -59,36 +59,57 @@
 // Nil pools, Tasks and functions given to the package's functions panic at once with
 // a message naming the argument (the one exception is Fork's Task, see Job.Fork).
 //
+// # When to use blitz, and when goroutines
+//
+// blitz is for CPU-bound work: computations that keep a core busy from start to end.
+// A pool has a fixed number of workers, GOMAXPROCS by default, so that each runs on a
+// core of its own with no more goroutines than cores to schedule; a worker never
+// blocks on purpose. A job that blocks (on I/O, a channel, a lock, time.Sleep, a
+// remote call) holds its worker without using its core: a blocked worker is a lost
+// core, and the jobs queued behind it wait. For example, on a 2-core machine, 12 calls
+// that each wait 50 ms, run with For and WithGrain(1), take about 200 ms (four rounds
+// of three: two workers and the calling goroutine), against about 50 ms with errgroup,
+// which starts a goroutine per call. That is by design: for blocking work use goroutines, errgroup
+// (golang.org/x/sync/errgroup) or an async runtime, and hand only the CPU-heavy parts
+// to blitz (Pool.Call and the parallel functions may be called from any goroutine).
+//
+// Which form of Call to use: Pool.Call, or the function Call for a result, when the
+// work cannot fail (a panic stays a panic); Pool.TryCall, or the function TryCall for
+// a result, when the work returns an error or the caller wants every failure (a panic,
+// a closed pool) as an error value.
+//
 // # How it works
 //
-// The design follows the reference documents (Zig's Blitz, itself after Rayon); see the
-// comments of each file for the details and the races they prevent.
+// The design follows Rayon's (rayon-core): work-stealing deques, joins that steal
+// while they wait, and a sleep protocol with a jobs event counter. See the comments of
+// each file for the details and the races they prevent.
 //
 //   - Workers (pool.go, workerLoop): each has a Chase-Lev deque (lockfree.Deque). A
 //     worker looking for work steals from guests (callers inside Pool.Call) first, then
 //     from the other workers starting at a random one (XorShift64*), then takes injected
 //     jobs (Pool.Go, Spawner.Spawn), then goes through the sleep protocol.
-//   - Sleep (sleep.go): Rayon's JEC protocol, as seeds 002 and 004 describe it: packed
-//     sleeping/inactive/JEC counters, 32 yield rounds, announce sleepy, one more round,
-//     then the four-state CoreLatch and a condition variable. The waker decrements the
-//     sleeping count; posters wake only as many sleepers as the awake-but-idle workers
-//     cannot serve. An idle pool's workers are blocked, using no CPU.
+//   - Sleep (sleep.go): Rayon's JEC protocol: packed sleeping/inactive/JEC counters, 32
+//     yield rounds, announce sleepy, one more round, then the four-state CoreLatch and a
+//     condition variable. The waker decrements the sleeping count; posters wake only as
+//     many sleepers as the awake-but-idle workers cannot serve. An idle pool's workers
+//     are blocked, using no CPU.
 //   - Frames (job.go, task.go): a future cannot live on a goroutine stack in Go (stacks
-//     move), so each Task keeps slabs of frames reused in LIFO order, one per Job
-//     type pair [In, Out], not per Job value, so that memory is bounded by the types
-//     in use. Forks use lazy binary splitting: a fork is pushed to the deque only while the deque holds
-//     fewer than SplitDepth jobs (or while it is one of the first EagerLevels nested
-//     forks), otherwise it costs an atomic load and runs at its Join ("Lazy binary
-//     splitting" in the Task documentation). Thieves take the oldest, biggest pushed
-//     fork. A join of a stolen fork runs other work while it waits
+//     move), so each Task keeps slabs of frames reused in LIFO order, one per Job type
+//     pair [In, Out], not per Job value, so that memory is bounded by the types in use.
+//     Forks use lazy binary splitting: a fork is pushed to the deque only while the
+//     deque holds fewer than SplitDepth jobs (or while it is one of the first
+//     EagerLevels nested forks), otherwise it costs an atomic load and runs at its Join
+//     ("Lazy binary splitting" in the Task documentation). Thieves take the oldest,
+//     biggest pushed fork. A join of a stolen fork runs other work while it waits
 //     (steal, yield, then the sleep protocol) and a worker sleeps only when there is
 //     nothing it could do.
 //   - Guests (Pool.Call): a goroutine from outside becomes a guest worker for the
-//     duration of its call, as the seeds' main_worker: no hand-off, and its forks can be
-//     stolen like a worker's. So during a call the caller computes alongside the
-//     Workers workers; Pool.Go hands work to the workers instead. Workers scan only
-//     the guests of the Calls in flight; released guest Tasks are kept for reuse up to
-//     a bound (twice the workers, at least 8) and dropped beyond it.
+//     duration of its call, where Rayon's in_worker_cold would hand the closure to a
+//     worker and block: no hand-off, and its forks can be stolen like a worker's. So
+//     during a call the caller computes alongside the Workers workers; Pool.Go hands
+//     work to the workers instead. Up to twice the workers (at least 8) guest Tasks
+//     are kept and claimed without a lock; workers scan those and the guests of the
+//     Calls in flight beyond them.
 //   - Close (Pool.Close) waits for the work in flight, which may still make nested
 //     calls meanwhile. Workers, Calls and detached Go jobs run under a mark on their
 //     goroutine's call stack, so Close can tell that it was called from the pool's own
@@ -96,7 +117,6 @@
 //
 // The Promela model spin/jec.pml checks the sleep protocol with two workers and a poster
 // that publishes deque and injected jobs: a posted job is always taken. spin must
-// reject two broken variants: the seeds' literal wording (the announcing worker
-// increments the JEC "if even", like posters) and a sleeper that registers without
-// comparing the JEC it saved.
+// reject two broken variants: the announcing worker incrementing the JEC "if even",
+// like posters, and a sleeper that registers without comparing the JEC it saved.
 package blitz

@@ -163,4 +163,9 @@ func checkIdleTasks(tb testing.TB, p *Pool) {
 	for i, g := range p.free {
 		check(fmt.Sprintf("guest %d", i), g)
 	}
+	for i := range int(p.nPinned.Load()) {
+		if g := p.pinned[i].Load(); !g.inUse.Load() {
+			check(fmt.Sprintf("pinned guest %d", i), g)
+		}
+	}
 }

@@ -9,11 +9,11 @@ import (
 )
 
 // job is the header every unit of work starts with: a forked frame, an injected call, a
-// spawned scope task, a broadcast share. It is the seeds' Job (a handler pointer) plus
-// what Go needs because a job cannot live on a goroutine stack (DESIGN.md, decision 2).
+// spawned scope task, a broadcast share: Rayon's JobRef (a handler pointer) plus what
+// Go needs because a job cannot live on a goroutine stack (Go moves stacks).
 //
 // The typed containers embed job as their FIRST field, so a *job converts back to its
-// container with unsafe.Pointer: the Go version of Zig's @fieldParentPtr in seed 001.
+// container with unsafe.Pointer (a container-of conversion).
 type job struct {
 	// run executes the work with the Task of whoever runs it. A panic escapes run; the
 	// runner (Task.execute) recovers it.
@@ -38,8 +38,8 @@ type job struct {
 	release func(j *job)
 }
 
-// frame is the storage of one fork of a Job[In, Out]: the seeds' Future(Input, Output)
-// minus the stack. Frames live in a per-Task slab and are reused in LIFO order.
+// frame is the storage of one fork of a Job[In, Out]: Rayon's StackJob, moved off
+// the stack. Frames live in a per-Task slab and are reused in LIFO order.
 type frame[In, Out any] struct {
 	job
 	fn   func(*Task, In) Out
@@ -110,7 +110,7 @@ func jobTypeIndex[In, Out any]() int32 {
 	return id
 }
 
-// Job is the zero-allocation fork/join of the seeds' Future(Input, Output): a slab key
+// Job is the zero-allocation fork/join (Rayon's join with a StackJob): a slab key
 // declared once, usually as a package-level variable, and used with the function to run:
 //
 //	var fibJob blitz.Job[int, int]
@@ -129,7 +129,7 @@ func jobTypeIndex[In, Out any]() int32 {
 //
 // Each Task keeps, per Job, a slab of frames reused in LIFO order, so Fork and Join
 // allocate nothing once a Task has reached its deepest nesting for that Job. A frame
-// cannot live on the goroutine stack as in Zig (Go moves stacks; see DESIGN.md), hence
+// cannot live on the goroutine stack as in Rayon (Go moves stacks), hence
 // the slab. (The function is an argument of Fork rather than a field set by a
 // constructor because a recursive function that refers to its own Job variable would be
 // an initialisation cycle in Go.)
@@ -224,6 +224,7 @@ func (jb *Job[In, Out]) push(t *Task, fn func(t *Task, in In) Out, in In) (fu Fu
 	if fn == nil {
 		panic(errNilFork)
 	}
+	t.checkLive("Job.Fork")
 	fu.fn, fu.in = fn, in
 	s := slabOf(t, jb)
 	if s.top == len(s.frames) {
@@ -255,7 +256,7 @@ func Fork[In, Out any](t *Task, jb *Job[In, Out], fn func(t *Task, in In) Out, i
 
 // Join waits for the forked job and returns its result. If the fork was not pushed, or
 // nobody stole it, Join runs it now on the calling goroutine; if a thief took it, Join
-// runs other work while it waits (the seeds' hybrid join, see Task.waitUntil).
+// runs other work while it waits (as Rayon's join does, see Task.waitUntil).
 //
 // A panic in the job, when a thief ran it, is re-raised here as a *PanicError carrying
 // the thief's stack. When the job runs here its panic simply propagates; the nearest
@@ -279,7 +280,7 @@ func (fu Future[In, Out]) Join(t *Task) Out {
 	return fu.fn(t, fu.in)
 }
 
-// Stolen is the fastest form of Join, the seeds' join returning ?Output: it returns the
+// Stolen is the fastest form of Join, a join that returns an optional result: it returns the
 // job's result and true if a thief ran it (waiting for it as Join does), or false if
 // nobody started it, in which case the caller must run the job itself, typically with
 // a direct call that the compiler can inline:
@@ -319,7 +320,7 @@ func joinPushed[In, Out any](t *Task, f *frame[In, Out], gen uint32) (Out, bool)
 			delta = eagerBonus
 		}
 	}
-	// Hybrid join (seed 001): a stolen frame that is already done needs only the latch
+	// A stolen frame that is already done needs only the latch
 	// probe. Otherwise pop: the frame is either the deque's bottom item or was stolen.
 	if !f.job.latch.Probe() {
 		if got := t.deque.Pop(); got != nil {
@@ -333,6 +334,7 @@ func joinPushed[In, Out any](t *Task, f *frame[In, Out], gen uint32) (Out, bool)
 			return zero, false
 		}
 		// Stolen (the thief added the room back): wait for it.
+		t.checkLive("Future.Join")
 		if delta != 0 {
 			atomic.AddInt64(&t.gate, delta)
 			delta = 0

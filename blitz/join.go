@@ -59,6 +59,7 @@ func Join(t *Task, a, b func(t *Task)) {
 	if a == nil || b == nil {
 		panic("blitz: Join: nil function")
 	}
+	t.checkLive("Join")
 	fb := closureJob.Fork(t, runClosure, b)
 	pa := t.protectCall(a)
 	pb, pj := joinCatch(t, fb)
@@ -78,6 +79,7 @@ func Join2[A, B any](t *Task, a func(t *Task) A, b func(t *Task) B) (A, B) {
 	if b == nil {
 		nilFunc("Join2", "b")
 	}
+	t.checkLive("Join2")
 	var ra A
 	var rb B
 	Join(t, func(t *Task) { ra = a(t) }, func(t *Task) { rb = b(t) })
@@ -98,6 +100,7 @@ func JoinN(t *Task, fns ...func(t *Task)) {
 			nilFunc("JoinN", "in fns")
 		}
 	}
+	t.checkLive("JoinN")
 	if p := runAll(t, fns); p != nil {
 		panic(p)
 	}
@@ -135,6 +138,7 @@ func TryJoin(t *Task, fns ...func(t *Task) error) error {
 			nilFunc("TryJoin", "in fns")
 		}
 	}
+	t.checkLive("TryJoin")
 	errs := make([]error, len(fns))
 	if p := runTry(t, tryArgs{fns, errs}); p != nil {
 		panic(p)
@@ -195,6 +199,7 @@ func TryJoinContext(ctx context.Context, t *Task, fns ...func(ctx context.Contex
 			nilFunc("TryJoinContext", "in fns")
 		}
 	}
+	t.checkLive("TryJoinContext")
 	ctx2, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var first atomic.Pointer[error]

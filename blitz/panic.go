@@ -228,5 +228,6 @@ func Catch(t *Task, f func(t *Task)) *PanicError {
 	if f == nil {
 		nilFunc("Catch", "f")
 	}
+	t.checkLive("Catch")
 	return t.protectCall(f)
 }

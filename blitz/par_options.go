@@ -53,7 +53,10 @@ type Option struct {
 }
 
 // WithPool runs the call on p instead of the default pool (Default). A nil p means the
-// default pool.
+// default pool. Once p is closed (see Pool.Close), the call panics with ErrClosed, as
+// Pool.Call does, whatever the size of its input: small inputs, which run on the
+// caller's goroutine without entering the pool, included. (An empty input may return
+// at once without looking at the pool.) The default pool cannot be closed.
 func WithPool(p *Pool) Option { return Option{pool: p} }
 
 // WithGrain sets the leaf size: ranges of at most n elements run sequentially inside one
@@ -105,6 +108,7 @@ func parResolve(n, minGrain int, opts []Option) parCall {
 	if c.pool == nil {
 		c.pool = Default()
 	}
+	c.pool.checkOpen() // a closed pool fails the same way whatever n is
 	c.workers = c.pool.NumWorkers()
 	if c.grain == 0 {
 		// ceilDiv: n + leaves - 1 would overflow for n near math.MaxInt.

@@ -271,7 +271,7 @@ func TestCloseAndUseAfterClose(t *testing.T) {
 	p.Close() // idle, immediately
 	p.Close() // idempotent
 	waitGoroutines(t, base)
-	if err := p.TryCall(func(*Task) {}); !errors.Is(err, ErrClosed) {
+	if err := p.TryCall(func(*Task) error { return nil }); !errors.Is(err, ErrClosed) {
 		t.Fatalf("TryCall after Close = %v, want ErrClosed", err)
 	}
 	func() {

@@ -37,6 +37,7 @@ func Scope(t *Task, body func(s *Spawner)) {
 	if body == nil {
 		nilFunc("Scope", "body")
 	}
+	t.checkLive("Scope")
 	s := &Spawner{pool: t.pool, owner: t}
 	if p := s.run(t, body); p != nil {
 		panic(p)
@@ -57,6 +58,7 @@ func ScopeContext(ctx context.Context, t *Task, body func(s *Spawner)) error {
 	if body == nil {
 		nilFunc("ScopeContext", "body")
 	}
+	t.checkLive("ScopeContext")
 	s := &Spawner{pool: t.pool, owner: t, ctx: ctx}
 	if p := s.run(t, body); p != nil {
 		panic(p)

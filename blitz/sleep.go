@@ -8,7 +8,7 @@ import (
 	"github.com/blitzgo/blitz/shared/lockfree"
 )
 
-// The sleep manager: seeds 002 and 004, which follow Rayon's rayon-core/src/sleep.
+// The sleep manager, after Rayon's rayon-core/src/sleep.
 //
 // State shared by all workers is one packed uint64, a padded
 // lockfree.AtomicCounters: sleeping workers in bits 0-15, inactive workers in bits 16-31,
@@ -29,7 +29,7 @@ import (
 //     registers as sleeping with a CAS from exactly the value it checked: a poster that
 //     toggles the JEC in between makes the CAS fail and the check runs again.
 //  4. Fence, then a last look at the injected queue, the worker's mailbox and the stop
-//     flag (fence 2 of seed 002); then it blocks on its condition variable.
+//     flag (fence 2); then it blocks on its condition variable.
 //
 // A poster publishes the job first, then makes the JEC odd if it was even and reads
 // the counters in the same atomic step: either the sleeper's step 3 sees the new JEC,
@@ -41,11 +41,11 @@ import (
 // mutex, when it clears is-blocked: a poster that reads "1 sleeping" then knows a wake
 // is owed and no other poster will count the same sleeper twice.
 //
-// Where this differs from the seeds' text: seed 004 says the announcing worker
-// increments the JEC "if even". Rayon's announce_sleepy increments it if ODD (active ->
-// sleepy) and only posters increment it if even (sleepy -> active). With both sides
-// incrementing only from even, the JEC would stay odd forever after the first toggle and
-// step 3 would never detect new work. We follow Rayon; spin/jec.pml models it.
+// A tempting variant is wrong: the announcing worker incrementing the JEC "if even",
+// like posters. Rayon's announce_sleepy increments it if ODD (active -> sleepy) and only
+// posters increment it if even (sleepy -> active). With both sides incrementing only
+// from even, the JEC would stay odd forever after the first toggle and step 3 would
+// never detect new work. We follow Rayon; spin/jec.pml models both.
 //
 // The packed word is lockfree.AtomicCounters, padded onto a cache line of its own:
 // every worker reads it when it forks and writes it when it goes idle, so it must not
@@ -133,9 +133,9 @@ func (p *Pool) sleep(w *Task, idle *idleState) {
 			break
 		}
 	}
-	// Fence 2 (seed 002): the registering CAS above and the loads below are
+	// Fence 2: the registering CAS above and the loads below are
 	// sequentially consistent atomics, so a job injected before a poster read our
-	// registration is visible here; the explicit fence keeps the seed's structure.
+	// registration is visible here; the explicit fence keeps the protocol's structure.
 	p.fence()
 	// s.latch.Probe: a Set (frame finished, mail, stop) after our FallAsleep.
 	if !p.injected.Empty() || !w.mail.Empty() || p.stopping.Load() || s.latch.Probe() {
@@ -193,7 +193,7 @@ func (p *Pool) wakeThreads(n uint32) {
 	}
 }
 
-// newJobs is the poster's side of the protocol (seed 002, "smart wake decisions"):
+// newJobs is the poster's side of the protocol (Rayon's new_jobs):
 // toggle the JEC so a worker between its announcement and its sleep sees the change,
 // and wake sleepers only when the awake-but-idle workers cannot take the new jobs.
 func (p *Pool) newJobs(n uint32, queueWasEmpty bool) {
@@ -221,7 +221,7 @@ func (p *Pool) newJobs(n uint32, queueWasEmpty bool) {
 }
 
 // fence is a full memory fence: a sequentially consistent read-modify-write. Go's
-// atomics are all sequentially consistent, so the seeds' two fences are implied by the
+// atomics are all sequentially consistent, so the protocol's two fences are implied by the
 // surrounding atomics; this makes them explicit and robust to refactoring. It only runs
 // on the injection and going-to-sleep paths.
 func (p *Pool) fence() { p.fenceWord.Add(1) }

@@ -274,6 +274,7 @@ func SortByCachedKey[T any, K cmp.Ordered](s []T, key func(T) K, opts ...Option)
 		i int
 	}
 	n := len(s)
+	checkOptsOpen(opts) // a closed pool panics whatever n is
 	if n < 2 {
 		return
 	}
@@ -310,6 +311,7 @@ func SortStableFunc[T any](s []T, cmp func(a, b T) int, opts ...Option) {
 		parNil("SortStableFunc", "cmp")
 	}
 	n := len(s)
+	checkOptsOpen(opts) // a closed pool panics whatever n is
 	if n <= 2*stableBlock {
 		stableInsertion(s, cmp)
 		return

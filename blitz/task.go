@@ -12,6 +12,13 @@ import (
 // at a time; never keep it after the function that received it returns, and never hand
 // it to another goroutine.
 //
+// A Task kept after its Call returned, or after its pool closed, is detected when it
+// is next used by Join, Join2, JoinN, TryJoin, TryJoinContext, Scope, ScopeContext,
+// Catch or a Fork that pushes: they panic with a message saying so. (Guest Tasks are
+// reused: if another Call holds the same guest at that moment, the misuse is a data
+// race the pool cannot see; a Task kept by a job on a worker is likewise valid until
+// the pool closes.)
+//
 // # Lazy binary splitting
 //
 // Each Task has a Chase-Lev deque. A fork is pushed to it only while it holds fewer than
@@ -20,7 +27,7 @@ import (
 // is the largest, and each theft makes room for the owner's next fork. So a worker that
 // nobody steals from pushes only about one job per level of recursion it returns
 // through, and every other fork costs one atomic load (Task.gate) and a compare, inlined
-// at the call site: no atomic read-modify-write, no allocation. Rayon (and the seeds) push every
+// at the call site: no atomic read-modify-write, no allocation. Rayon pushes every
 // fork, about 30 ns here with Go's sequentially consistent atomics; this is why blitz
 // does not.
 //
@@ -68,13 +75,37 @@ type Task struct {
 
 	sleeper *sleeper                    // workers only
 	mail    lockfree.TreiberStack[*job] // jobs for this worker only (Broadcast)
-	// guestSlot is a busy guest's index in Pool.guestSlots, -1 otherwise (guarded
-	// by Pool.guestMu).
+	// guestSlot is a busy overflow guest's index in Pool.guestSlots, -1 otherwise
+	// (guarded by Pool.guestMu).
 	guestSlot int
-	count     struct {
+	// pinnedGuest marks a pinned guest (see Pool.acquireGuest); set before the Task
+	// is published, never changed.
+	pinnedGuest bool
+	count       struct {
 		executed, stolen atomic.Uint64
 	} // statistics
-	_ lockfree.CachePad
+	// inUse is true while a Call (or a detached Go job) holds a guest Task, and while
+	// a worker Task's pool runs. A pinned guest is claimed by a CAS of it from false to
+	// true. Thieves never read it: it is written twice per Call, and on a line of its
+	// own it moves between cores only with the Task's owner.
+	inUse atomic.Bool
+	_     lockfree.CachePad
+}
+
+// checkLive panics if t is not in use: a guest Task whose Call returned (it may be
+// free, or already serving another Call), or a worker Task whose pool closed. op names
+// the function for the message. The entry points that do more than a plain call check
+// it (Fork when it pushes, the closure joins, Scope, Catch, the join of a stolen fork);
+// the load is of a word only the Task's own users write.
+func (t *Task) checkLive(op string) {
+	if !t.inUse.Load() {
+		staleTask(op)
+	}
+}
+
+func staleTask(op string) {
+	panic("blitz: " + op + ": the *Task is used after the Call or job that received it returned " +
+		"(a Task is valid only inside the function it was given to, on that goroutine)")
 }
 
 // Pool returns the pool the Task belongs to.
@@ -125,7 +156,7 @@ func (t *Task) push(j *job) {
 func (t *Task) countExecuted() { t.count.executed.Add(1) }
 
 // findWork looks for a job to run while the Task is idle or waiting for a stolen frame,
-// in the order of seed 004: (own deque,) other workers, injected jobs.
+// in the order of Rayon's find_work: (own deque,) other workers, injected jobs.
 //
 // The Task's own deque is not popped here: whenever a Task looks for work its deque is
 // empty. It holds only the Task's pushed, unjoined frames; a Task waits only for a
@@ -139,8 +170,20 @@ func (t *Task) findWork() *job {
 			return j
 		}
 	}
-	// Guests first: like the seeds' main_worker, they hold work from outside callers.
-	// Only the busy ones, guestSlots[0:nGuests] (see Pool.acquireGuest).
+	// Guests first: they hold work from outside callers (as Rayon's injected jobs come
+	// first for an idle worker). The pinned guests, busy or not, and the busy overflow
+	// guests, guestSlots[0:nGuests] (see Pool.acquireGuest).
+	for i := range int(p.nPinned.Load()) {
+		g := p.pinned[i].Load()
+		if g == t {
+			continue
+		}
+		if j, ok := g.deque.StealLoop(); ok {
+			atomic.AddInt64(&g.gate, 1)
+			t.count.stolen.Add(1)
+			return j
+		}
+	}
 	if n := int(p.nGuests.Load()); n > 0 {
 		slots := *p.guestSlots.Load()
 		for i := range min(n, len(slots)) {
@@ -315,8 +358,8 @@ func (t *Task) unwindTo(d0 int) {
 	}
 }
 
-// waitFor runs other work until the stolen job j is done: the seeds' hybrid join. See
-// waitUntil.
+// waitFor runs other work until the stolen job j is done: Rayon's wait_until (a join
+// that steals while it waits). See waitUntil.
 func (t *Task) waitFor(j *job) { t.waitUntil(&j.latch) }
 
 // waitStolen is waitFor for a frame that its join has already taken off the frame

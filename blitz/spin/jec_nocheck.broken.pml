@@ -1,4 +1,4 @@
-// JEC sleep protocol of the blitz pool (blitz/sleep.go; seeds 002 and 004, after Rayon).
+// JEC sleep protocol of the blitz pool (blitz/sleep.go, after Rayon's rayon-core sleep module).
 //
 // Two workers and one poster. The poster publishes jobs of two kinds, as a busy worker
 // does (deque: no fence, the JEC protocol alone must catch it) and as Pool.Go does
@@ -12,7 +12,7 @@
 // stuck state is reported as an invalid end state too.
 //
 // BROKEN selects a deliberately wrong protocol that spin must reject (see
-// jec.broken.pml and jec_nocheck.broken.pml): 1 = the seeds' literal wording, where the
+// jec.broken.pml and jec_nocheck.broken.pml): 1 = a tempting variant, where the
 // announcing worker increments the JEC "if even" like posters do (the JEC then sticks
 // at odd and the sleeper's check sees nothing); 2 = the sleeper registers without
 // comparing the JEC to the value it saved.

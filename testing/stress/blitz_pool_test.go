@@ -337,8 +337,7 @@ func TestBlitzStressCloseRacesCallers(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for k := 0; ; k++ {
-						var got int
-						err := p.TryCall(func(t *blitz.Task) { got = bzFib(t, bzArg{10, uint64(k), -1, k%2 == 0}) })
+						got, err := blitz.TryCall(p, func(t *blitz.Task) (int, error) { return bzFib(t, bzArg{10, uint64(k), -1, k%2 == 0}), nil })
 						if errors.Is(err, blitz.ErrClosed) {
 							closed.Add(1)
 							return
