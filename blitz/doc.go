@@ -34,7 +34,12 @@
 // caller's goroutine without touching the pool:
 //
 //   - loops and reductions: For, ForGrain, ForUntil (early exit), Reduce, MapReduce,
-//     MapReduceChunked, TryFor, TryForContext, TryForEach, TryReduce;
+//     MapReduceChunked, TryFor, TryForContext, TryForEach, TryReduce. MapReduce copies
+//     its identity value into every leaf, so an identity that is a map, slice or
+//     pointer would be shared; MapReduceFunc (and ZipMapReduceFunc, ChainMapReduceFunc,
+//     RangeReduceFunc) take an identity constructor instead, as Rayon's reduce does;
+//   - independent leaves that never fork: Group, errgroup's shape (Go, Wait, SetLimit,
+//     GroupContext) with the functions run on the pool's workers;
 //   - slice functions: Sum, Min, Max, MinFunc, MaxFunc, MinByKey, MaxByKey, Count, Any,
 //     All, FindAny, FindFirst, FindLast, Index, IndexAny, LastIndex, ForEach,
 //     ForEachIndex, Map, MapInto, MapInPlace, Fill, Filter, FlatMap, Flatten, Scatter,
