@@ -560,7 +560,16 @@ func (n *nary[T, F]) poll(cx *Context, onReady func(i int, v T) bool) {
 				// only children up to i (none after it has been polled), so that its
 				// notified flag is clear: the next child to wake must wake us again.
 				n.first = i
-				n.batch, n.pos = g.take(n.batch)[:0], 0
+				n.batch = g.take(n.batch)
+				woke := len(n.batch) > 0
+				n.batch, n.pos = n.batch[:0], 0
+				if woke {
+					// A wake arrived after child i registered its waker (a JoinHandle
+					// that flushed its waiter list, the task completing): the take
+					// consumed it, so nothing would wake us again. Poll child i again.
+					i--
+					continue
+				}
 				return
 			}
 			continue
