@@ -3,22 +3,13 @@ package blitz
 import (
 	"sync"
 	"testing"
-	"time"
 )
 
-// BenchmarkPool2Call is the round trip of an empty Pool.Call from outside the pool:
-// with the workers asleep (idle), and with every worker busy forking (busy), where the
-// workers' scans of the busy guests contend with the caller's claim of one.
+// BenchmarkPool2Call adds two cases to BenchmarkCallFromOutside (idle and busy with two
+// workers are measured there): the round trip of an empty Pool.Call from outside a
+// one-worker pool whose worker forks without pause (busy1), and many goroutines calling
+// at once (parallel), where their claims of guest slots contend.
 func BenchmarkPool2Call(b *testing.B) {
-	b.Run("idle", func(b *testing.B) {
-		p := newPool(b, Config{Workers: 2})
-		time.Sleep(10 * time.Millisecond) // let the workers fall asleep
-		b.ReportAllocs()
-		for b.Loop() {
-			p.Call(func(*Task) {})
-		}
-	})
-	b.Run("busy", func(b *testing.B) { benchCallBusy(b, 2) })
 	b.Run("busy1", func(b *testing.B) { benchCallBusy(b, 1) })
 	b.Run("parallel", func(b *testing.B) {
 		// Many goroutines calling at once: the guest claim under contention.
