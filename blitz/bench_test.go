@@ -153,31 +153,7 @@ func BenchmarkCallFromOutside(b *testing.B) {
 			p.Call(func(*Task) {})
 		}
 	})
-	b.Run("busy", func(b *testing.B) {
-		p := newPool(b, Config{Workers: 2})
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for range p.NumWorkers() {
-			wg.Add(1)
-			p.Go(func(t *Task) {
-				defer wg.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-						fib(t, 15)
-					}
-				}
-			})
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			p.Call(func(*Task) {})
-		}
-		close(stop)
-		wg.Wait()
-	})
+	b.Run("busy", func(b *testing.B) { benchCallBusy(b, 2) })
 	b.Run("idle/Go", func(b *testing.B) {
 		p := newPool(b, Config{Workers: 2})
 		b.ReportAllocs()
