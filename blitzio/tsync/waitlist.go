@@ -1,0 +1,181 @@
+package tsync
+
+import (
+	"context"
+	"sync"
+
+	"github.com/blitzgo/blitz/blitzio"
+)
+
+// waiter is one waiting future's node in a waitList. It is embedded in the future (or
+// in the blocking call's frame-owned parker), so waiting allocates nothing once the
+// future exists: the intrusive design of Tokio's batch semaphore and Notify.
+//
+// Every field is guarded by the mutex of the primitive that owns the list.
+type waiter struct {
+	prev, next *waiter
+	waker      blitzio.Waker
+	// queued is true while the node is linked into a list.
+	queued bool
+	// notified is set by whoever hands the waiter what it waited for (a permit, the
+	// lock, a notification) and unlinks it. A waiter dropped while notified must pass
+	// what it was given on (see each primitive's Drop).
+	notified bool
+	// want is what the waiter asks for (permits, a reader or writer slot); got what it
+	// was handed.
+	want, got int64
+	// kind distinguishes waiters in a shared list (RwLock readers and writers).
+	kind uint8
+}
+
+// waitList is a FIFO of waiters, intrusive and doubly linked so a dropped waiter leaves
+// from the middle in O(1).
+type waitList struct {
+	head, tail *waiter
+	n          int
+}
+
+// pushBack links w at the tail.
+func (l *waitList) pushBack(w *waiter) {
+	w.prev, w.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = w
+	} else {
+		l.head = w
+	}
+	l.tail = w
+	w.queued = true
+	l.n++
+}
+
+// remove unlinks w, which must be queued in l.
+func (l *waitList) remove(w *waiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		l.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		l.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+	w.queued = false
+	l.n--
+}
+
+// popFront unlinks and returns the oldest waiter, or nil.
+func (l *waitList) popFront() *waiter {
+	w := l.head
+	if w != nil {
+		l.remove(w)
+	}
+	return w
+}
+
+// empty reports whether no waiter is queued.
+func (l *waitList) empty() bool { return l.head == nil }
+
+// wakeList collects wakers to call after the owner's mutex is released: a waker may run
+// arbitrary code (a WakerFunc), and must never run under a primitive's lock.
+type wakeList struct {
+	one  blitzio.Waker
+	more []blitzio.Waker
+}
+
+func (wl *wakeList) add(w blitzio.Waker) {
+	if wl.one.IsZero() {
+		wl.one = w
+		return
+	}
+	wl.more = append(wl.more, w)
+}
+
+// wake calls every collected waker, the first from cx when the caller is being polled
+// (so a task handing a lock or a message to another runs it next on the same worker).
+func (wl *wakeList) wake(cx *blitzio.Context) {
+	if cx != nil {
+		wl.one.WakeFrom(cx)
+	} else {
+		wl.one.Wake()
+	}
+	for _, w := range wl.more {
+		w.Wake()
+	}
+}
+
+// parker blocks a plain goroutine in the blocking forms (Lock, Acquire, Recv, ...). Its
+// Waker is made once per parker and parkers are pooled, so a blocking call allocates
+// nothing in the steady state. The goroutine parks on a channel receive: Go's scheduler
+// reuses the thread meanwhile.
+type parker struct {
+	ch    chan struct{}
+	waker blitzio.Waker
+	cx    *blitzio.Context
+}
+
+var parkers = sync.Pool{New: func() any {
+	p := &parker{ch: make(chan struct{}, 1)}
+	p.waker = blitzio.WakerFunc(func() {
+		select {
+		case p.ch <- struct{}{}:
+		default:
+		}
+	})
+	p.cx = blitzio.NewContext(nil, p.waker)
+	return p
+}}
+
+func getParker() *parker { return parkers.Get().(*parker) }
+
+// put returns p to the pool, with no wake left pending in it.
+func (p *parker) put() {
+	select {
+	case <-p.ch:
+	default:
+	}
+	parkers.Put(p)
+}
+
+// blockOn polls f from a plain goroutine until it is ready, parking between polls.
+// Blocking forms are this over the future form, so the two cannot disagree.
+func blockOn[T any](f blitzio.Future[T]) T {
+	p := getParker()
+	for {
+		if v, ok := f.Poll(p.cx); ok {
+			p.put()
+			return v
+		}
+		<-p.ch
+	}
+}
+
+// blockOnCtx is blockOn that gives up when ctx is done: it drops f (so a dropped waiter
+// passes on whatever it was handed, like any cancelled future) and returns ctx.Err().
+func blockOnCtx[T any](ctx context.Context, f blitzio.Future[T]) (T, error) {
+	done := ctx.Done()
+	if done == nil {
+		return blockOn(f), nil
+	}
+	p := getParker()
+	for {
+		if v, ok := f.Poll(p.cx); ok {
+			p.put()
+			return v, nil
+		}
+		select {
+		case <-p.ch:
+		case <-done:
+			// One last poll: what was handed over meanwhile is taken, not dropped.
+			if v, ok := f.Poll(p.cx); ok {
+				p.put()
+				return v, nil
+			}
+			blitzio.Drop(f)
+			p.put()
+			var zero T
+			return zero, ctx.Err()
+		}
+	}
+}
