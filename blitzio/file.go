@@ -1,0 +1,307 @@
+package blitzio
+
+import (
+	"io"
+	"io/fs"
+	"os"
+)
+
+// File is an open file for tasks: the async counterpart of *os.File (Tokio's
+// tokio::fs::File). It is an AsyncReader and AsyncWriter, so package stream's helpers
+// (BufReader, Copy, ReadFull, ...) work on it, and it adds positioned reads and writes,
+// SeekTo, Sync, SetLen, Stat and Close as futures.
+//
+// File operations run on the runtime's blocking pool, the portable way to do file I/O
+// without blocking a worker (regular files are always "ready" to epoll). Reads and
+// writes through the stream interface run one at a time and are write-behind, as
+// Tokio's: PollWrite takes the bytes and reports them written, and an error shows at the
+// next operation; call Flush (or Sync, or Close) to wait for the last write and see its
+// outcome. A dropped read loses nothing: the bytes it brought in are served to the next
+// read. ReadAt and WriteAt are independent of the file offset and may run concurrently.
+//
+// Errors are the ones package os returns (*fs.PathError and friends), so errors.Is(err,
+// fs.ErrNotExist) works. File operations need a runtime: poll them from tasks or BlockOn.
+type File struct {
+	b    *blockingIO
+	name string
+}
+
+// NewFile returns a File for an *os.File the caller opened: a pipe or a terminal, say.
+// The File owns f from then on.
+func NewFile(f *os.File) *File {
+	if f == nil {
+		panic("blitzio: NewFile with a nil *os.File")
+	}
+	return &File{b: newBlockingIO(f), name: f.Name()}
+}
+
+// Name returns the name the file was opened with.
+func (f *File) Name() string { return f.name }
+
+// OSFile returns the underlying *os.File, for calls this type lacks. Using it while an
+// operation of f is in flight races with that operation.
+func (f *File) OSFile() *os.File { return f.b.f }
+
+// PollRead implements AsyncReader.
+func (f *File) PollRead(cx *Context, p []byte) (Result[int], bool) { return f.b.PollRead(cx, p) }
+
+// PollWrite implements AsyncWriter.
+func (f *File) PollWrite(cx *Context, p []byte) (Result[int], bool) { return f.b.PollWrite(cx, p) }
+
+// PollFlush waits for the write in flight and reports its error.
+func (f *File) PollFlush(cx *Context) (Result[struct{}], bool) { return f.b.PollFlush(cx) }
+
+// Flush returns a future that waits for the writes already accepted and reports the
+// first error among them.
+func (f *File) Flush() Future[Result[struct{}]] {
+	return PollFn(f.b.PollFlush)
+}
+
+// afterIdle is a future that waits until f has no stream operation in flight, then runs
+// call on the blocking pool and returns its result. readAhead is the count of bytes read
+// ahead and not delivered when call starts (Seek adjusts by it).
+type afterIdle[T any] struct {
+	b      *blockingIO
+	call   func(readAhead int) (T, error)
+	h      JoinHandle[Result[T]]
+	start  bool
+	done   bool
+	result Result[T]
+}
+
+func (a *afterIdle[T]) Poll(cx *Context) (Result[T], bool) {
+	if a.done {
+		return a.result, true
+	}
+	if !a.start {
+		b := a.b
+		b.mu.Lock()
+		readAhead, ok := b.idle(cx)
+		if !ok {
+			b.mu.Unlock()
+			return Result[T]{}, false
+		}
+		werr := b.werr
+		b.werr = nil
+		b.rbuf, b.rerr = nil, nil
+		b.mu.Unlock()
+		if werr != nil {
+			a.done, a.result = true, Result[T]{Err: werr}
+			return a.result, true
+		}
+		call := a.call
+		a.h = SpawnBlocking(cx, func() Result[T] {
+			v, err := call(readAhead)
+			return Result[T]{Value: v, Err: err}
+		})
+		a.start = true
+	}
+	r, ok := a.h.Poll(cx)
+	if !ok {
+		return Result[T]{}, false
+	}
+	a.done = true
+	if r.Err != nil {
+		a.result = Result[T]{Err: r.Err}
+	} else {
+		a.result = r.Value
+	}
+	return a.result, true
+}
+
+// SeekTo returns a future that sets the offset for the next read or write, like
+// os.File.Seek, after the operations in flight. Bytes read ahead are accounted for: a
+// relative seek is from the position the reader has reached.
+func (f *File) SeekTo(offset int64, whence int) Future[Result[int64]] {
+	file := f.b.f
+	return &afterIdle[int64]{b: f.b, call: func(readAhead int) (int64, error) {
+		if whence == io.SeekCurrent {
+			offset -= int64(readAhead)
+		}
+		return file.Seek(offset, whence)
+	}}
+}
+
+// Sync returns a future that writes the file's data and metadata to stable storage
+// (fsync), after the writes in flight.
+func (f *File) Sync() Future[Result[struct{}]] {
+	file := f.b.f
+	return &afterIdle[struct{}]{b: f.b, call: func(int) (struct{}, error) { return struct{}{}, file.Sync() }}
+}
+
+// SetLen returns a future that truncates or extends the file to size bytes, after the
+// writes in flight.
+func (f *File) SetLen(size int64) Future[Result[struct{}]] {
+	file := f.b.f
+	return &afterIdle[struct{}]{b: f.b, call: func(int) (struct{}, error) { return struct{}{}, file.Truncate(size) }}
+}
+
+// Stat returns a future of the file's metadata, after the writes in flight.
+func (f *File) Stat() Future[Result[fs.FileInfo]] {
+	file := f.b.f
+	return &afterIdle[fs.FileInfo]{b: f.b, call: func(int) (fs.FileInfo, error) { return file.Stat() }}
+}
+
+// SetPermissions returns a future that changes the file's mode, like os.File.Chmod.
+func (f *File) SetPermissions(mode fs.FileMode) Future[Result[struct{}]] {
+	file := f.b.f
+	return &afterIdle[struct{}]{b: f.b, call: func(int) (struct{}, error) { return struct{}{}, file.Chmod(mode) }}
+}
+
+// Close returns a future that waits for the writes in flight, closes the file, and
+// reports the first error (a failed write that was not yet reported included).
+func (f *File) Close() Future[Result[struct{}]] {
+	file := f.b.f
+	return &afterIdle[struct{}]{b: f.b, call: func(int) (struct{}, error) { return struct{}{}, file.Close() }}
+}
+
+// positioned is the future of ReadAt and WriteAt: the call runs on the blocking pool
+// with a buffer it owns, and a read copies into the caller's slice only when it is
+// polled to completion.
+type positioned struct {
+	h    JoinHandle[Result[int]]
+	buf  []byte
+	p    []byte
+	call func(buf []byte) (int, error)
+	read bool
+	done bool
+	res  Result[int]
+}
+
+func (f *positioned) Poll(cx *Context) (Result[int], bool) {
+	if f.done {
+		return f.res, true
+	}
+	if f.call != nil {
+		buf, call := f.buf, f.call
+		f.call = nil
+		f.h = SpawnBlocking(cx, func() Result[int] {
+			n, err := call(buf)
+			return Result[int]{Value: n, Err: err}
+		})
+	}
+	r, ok := f.h.Poll(cx)
+	if !ok {
+		return Result[int]{}, false
+	}
+	f.done = true
+	if r.Err != nil {
+		f.res = Result[int]{Err: r.Err}
+	} else {
+		f.res = r.Value
+		if f.read {
+			copy(f.p, f.buf[:f.res.Value])
+		}
+	}
+	f.buf = nil
+	return f.res, true
+}
+
+// ReadAt returns a future that reads len(p) bytes at offset off, like os.File.ReadAt
+// (io.EOF if the file ends first, with the count read). It does not use or move the
+// file offset and may run beside other operations. p is filled only when the future
+// completes; a dropped ReadAt never writes into p.
+func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
+	file := f.b.f
+	return &positioned{p: p, buf: make([]byte, len(p)), read: true,
+		call: func(buf []byte) (int, error) { return file.ReadAt(buf, off) }}
+}
+
+// WriteAt returns a future that writes p at offset off, like os.File.WriteAt. The bytes
+// are copied once when WriteAt is called, so p may be reused at once.
+func (f *File) WriteAt(p []byte, off int64) Future[Result[int]] {
+	file := f.b.f
+	return &positioned{buf: append([]byte(nil), p...),
+		call: func(buf []byte) (int, error) { return file.WriteAt(buf, off) }}
+}
+
+// OpenOptions says how to open a file, the fields of Rust's OpenOptions (and of
+// os.OpenFile's flags, spelled out). At least one of Read, Write and Append must be set.
+type OpenOptions struct {
+	Read     bool
+	Write    bool
+	Append   bool // writes go to the end of the file (implies Write)
+	Create   bool // create the file if it does not exist
+	Truncate bool // cut the file to 0 bytes (needs Write)
+	// Exclusive creates the file and fails with fs.ErrExist if it already exists
+	// (O_CREATE|O_EXCL; implies Create).
+	Exclusive bool
+	// Mode is the permission of a created file before the umask; 0 means 0o666.
+	Mode fs.FileMode
+}
+
+// flags returns the os.OpenFile flags for o.
+func (o OpenOptions) flags() (int, error) {
+	var flag int
+	write := o.Write || o.Append
+	switch {
+	case o.Read && write:
+		flag = os.O_RDWR
+	case write:
+		flag = os.O_WRONLY
+	case o.Read:
+		flag = os.O_RDONLY
+	default:
+		return 0, errInvalidOpen("none of Read, Write or Append is set")
+	}
+	if o.Append {
+		flag |= os.O_APPEND
+	}
+	if o.Create || o.Exclusive {
+		if !write {
+			return 0, errInvalidOpen("Create and Exclusive need Write or Append")
+		}
+		flag |= os.O_CREATE
+	}
+	if o.Exclusive {
+		flag |= os.O_EXCL
+	}
+	if o.Truncate {
+		if !write {
+			return 0, errInvalidOpen("Truncate needs Write")
+		}
+		flag |= os.O_TRUNC
+	}
+	return flag, nil
+}
+
+type errInvalidOpen string
+
+func (e errInvalidOpen) Error() string { return "blitzio: invalid OpenOptions: " + string(e) }
+
+// Is makes errors.Is(err, fs.ErrInvalid) true.
+func (e errInvalidOpen) Is(target error) bool { return target == fs.ErrInvalid }
+
+// Open returns a future that opens name with these options. Invalid options fail with
+// an *fs.PathError wrapping fs.ErrInvalid.
+func (o OpenOptions) Open(name string) Future[Result[*File]] {
+	flag, err := o.flags()
+	if err != nil {
+		return Ready(Result[*File]{Err: &fs.PathError{Op: "open", Path: name, Err: err}})
+	}
+	mode := o.Mode
+	if mode == 0 {
+		mode = 0o666
+	}
+	return OpenFile(name, flag, mode)
+}
+
+// OpenFile returns a future that opens a file like os.OpenFile.
+func OpenFile(name string, flag int, perm fs.FileMode) Future[Result[*File]] {
+	return blockingCall(func() (*File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		if err != nil {
+			return nil, err
+		}
+		return &File{b: newBlockingIO(f), name: name}, nil
+	})
+}
+
+// Open returns a future that opens name for reading, like os.Open.
+func Open(name string) Future[Result[*File]] { return OpenFile(name, os.O_RDONLY, 0) }
+
+// Create returns a future that creates or truncates name for writing and reading, like
+// os.Create.
+func Create(name string) Future[Result[*File]] {
+	return OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+}

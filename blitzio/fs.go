@@ -1,0 +1,260 @@
+package blitzio
+
+import (
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// blockingFuture runs a call on the blocking pool at its first poll and returns its
+// value and error. A dropped blockingFuture lets the call finish and discards the result.
+type blockingFuture[T any] struct {
+	call  func() (T, error)
+	h     JoinHandle[Result[T]]
+	start bool
+	done  bool
+	res   Result[T]
+}
+
+func blockingCall[T any](call func() (T, error)) *blockingFuture[T] {
+	return &blockingFuture[T]{call: call}
+}
+
+// Poll implements Future.
+func (b *blockingFuture[T]) Poll(cx *Context) (Result[T], bool) {
+	if b.done {
+		return b.res, true
+	}
+	if !b.start {
+		call := b.call
+		b.call, b.start = nil, true
+		b.h = SpawnBlocking(cx, func() Result[T] {
+			v, err := call()
+			return Result[T]{Value: v, Err: err}
+		})
+	}
+	r, ok := b.h.Poll(cx)
+	if !ok {
+		return Result[T]{}, false
+	}
+	b.done = true
+	if r.Err != nil {
+		b.res = Result[T]{Err: r.Err}
+	} else {
+		b.res = r.Value
+	}
+	return b.res, true
+}
+
+// The file-system operations below are futures over the functions of package os of the
+// same name (Tokio's tokio::fs): they run on the blocking pool and return os's errors.
+
+// ReadFile returns a future of the whole content of a file, like os.ReadFile.
+func ReadFile(name string) Future[Result[[]byte]] {
+	return blockingCall(func() ([]byte, error) { return os.ReadFile(name) })
+}
+
+// WriteFile returns a future that writes data to a file, creating it with perm or
+// truncating it, like os.WriteFile. data is not copied: leave it untouched until the
+// future completes (and after a drop, until the blocking call has ended).
+func WriteFile(name string, data []byte, perm fs.FileMode) Future[Result[struct{}]] {
+	return blockingCall(func() (struct{}, error) { return struct{}{}, os.WriteFile(name, data, perm) })
+}
+
+// CopyFile returns a future that copies the content of src to dst (created with src's
+// permissions, or truncated), like Rust's fs::copy; it returns the byte count.
+func CopyFile(src, dst string) Future[Result[int64]] {
+	return blockingCall(func() (int64, error) {
+		in, err := os.Open(src)
+		if err != nil {
+			return 0, err
+		}
+		defer in.Close()
+		st, err := in.Stat()
+		if err != nil {
+			return 0, err
+		}
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, st.Mode().Perm())
+		if err != nil {
+			return 0, err
+		}
+		n, err := io.Copy(out, in)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		return n, err
+	})
+}
+
+// Rename returns a future that renames (moves) a file, like os.Rename.
+func Rename(oldpath, newpath string) Future[Result[struct{}]] {
+	return blockingCall(func() (struct{}, error) { return struct{}{}, os.Rename(oldpath, newpath) })
+}
+
+// Remove returns a future that removes a file or an empty directory, like os.Remove.
+func Remove(name string) Future[Result[struct{}]] {
+	return blockingCall(func() (struct{}, error) { return struct{}{}, os.Remove(name) })
+}
+
+// RemoveAll returns a future that removes a path and everything it contains, like
+// os.RemoveAll.
+func RemoveAll(path string) Future[Result[struct{}]] {
+	return blockingCall(func() (struct{}, error) { return struct{}{}, os.RemoveAll(path) })
+}
+
+// Mkdir returns a future that creates a directory, like os.Mkdir.
+func Mkdir(name string, perm fs.FileMode) Future[Result[struct{}]] {
+	return blockingCall(func() (struct{}, error) { return struct{}{}, os.Mkdir(name, perm) })
+}
+
+// MkdirAll returns a future that creates a directory and its missing parents, like
+// os.MkdirAll.
+func MkdirAll(path string, perm fs.FileMode) Future[Result[struct{}]] {
+	return blockingCall(func() (struct{}, error) { return struct{}{}, os.MkdirAll(path, perm) })
+}
+
+// Stat returns a future of a file's metadata, following symbolic links, like os.Stat.
+func Stat(name string) Future[Result[fs.FileInfo]] {
+	return blockingCall(func() (fs.FileInfo, error) { return os.Stat(name) })
+}
+
+// Lstat returns a future of a file's metadata without following a final symbolic link,
+// like os.Lstat.
+func Lstat(name string) Future[Result[fs.FileInfo]] {
+	return blockingCall(func() (fs.FileInfo, error) { return os.Lstat(name) })
+}
+
+// Chmod returns a future that changes a file's permissions, like os.Chmod.
+func Chmod(name string, mode fs.FileMode) Future[Result[struct{}]] {
+	return blockingCall(func() (struct{}, error) { return struct{}{}, os.Chmod(name, mode) })
+}
+
+// Link returns a future that creates newname as a hard link to oldname, like os.Link.
+func Link(oldname, newname string) Future[Result[struct{}]] {
+	return blockingCall(func() (struct{}, error) { return struct{}{}, os.Link(oldname, newname) })
+}
+
+// Symlink returns a future that creates newname as a symbolic link to oldname, like
+// os.Symlink.
+func Symlink(oldname, newname string) Future[Result[struct{}]] {
+	return blockingCall(func() (struct{}, error) { return struct{}{}, os.Symlink(oldname, newname) })
+}
+
+// Readlink returns a future of a symbolic link's target, like os.Readlink.
+func Readlink(name string) Future[Result[string]] {
+	return blockingCall(func() (string, error) { return os.Readlink(name) })
+}
+
+// Canonicalize returns a future of the absolute path of name with every symbolic link
+// resolved, like Rust's fs::canonicalize (filepath.Abs then filepath.EvalSymlinks). The
+// path must exist.
+func Canonicalize(name string) Future[Result[string]] {
+	return blockingCall(func() (string, error) {
+		abs, err := filepath.Abs(name)
+		if err != nil {
+			return "", err
+		}
+		return filepath.EvalSymlinks(abs)
+	})
+}
+
+// Exists returns a future that reports whether name exists (following symbolic links).
+// Errors other than "does not exist" (permission denied on a parent, say) are returned.
+func Exists(name string) Future[Result[bool]] {
+	return blockingCall(func() (bool, error) {
+		_, err := os.Stat(name)
+		switch {
+		case err == nil:
+			return true, nil
+		case os.IsNotExist(err):
+			return false, nil
+		}
+		return false, err
+	})
+}
+
+// DirReader streams the entries of a directory, a batch at a time from the blocking
+// pool: a directory of a million entries is never held in memory at once. Create it with
+// ReadDir and Close it when done.
+type DirReader struct {
+	name  string
+	f     *os.File
+	batch []fs.DirEntry
+	err   error
+	next  *blockingFuture[[]fs.DirEntry]
+	open  *blockingFuture[*os.File]
+}
+
+// dirBatch is how many entries one blocking call reads.
+const dirBatch = 256
+
+// ReadDir returns a reader of the entries of the directory name (in directory order,
+// not sorted, unlike os.ReadDir). Errors, opening included, come from Next.
+func ReadDir(name string) *DirReader {
+	return &DirReader{name: name}
+}
+
+// PollNext returns the next entry, or io.EOF after the last one.
+func (d *DirReader) PollNext(cx *Context) (Result[fs.DirEntry], bool) {
+	for {
+		if len(d.batch) > 0 {
+			if !cx.ConsumeBudget() {
+				return Result[fs.DirEntry]{}, false
+			}
+			e := d.batch[0]
+			d.batch = d.batch[1:]
+			return Result[fs.DirEntry]{Value: e}, true
+		}
+		if d.err != nil {
+			return Result[fs.DirEntry]{Err: d.err}, true
+		}
+		if d.f == nil {
+			if d.open == nil {
+				name := d.name
+				d.open = blockingCall(func() (*os.File, error) { return os.Open(name) })
+			}
+			r, ok := d.open.Poll(cx)
+			if !ok {
+				return Result[fs.DirEntry]{}, false
+			}
+			if r.Err != nil {
+				d.err = r.Err
+				continue
+			}
+			d.f = r.Value
+		}
+		if d.next == nil {
+			f := d.f
+			d.next = blockingCall(func() ([]fs.DirEntry, error) { return f.ReadDir(dirBatch) })
+		}
+		r, ok := d.next.Poll(cx)
+		if !ok {
+			return Result[fs.DirEntry]{}, false
+		}
+		d.next = nil
+		d.batch = r.Value
+		if r.Err != nil {
+			d.err = r.Err // io.EOF at the end
+		}
+	}
+}
+
+// Next returns a future of the next entry (io.EOF after the last one).
+func (d *DirReader) Next() Future[Result[fs.DirEntry]] { return PollFn(d.PollNext) }
+
+// Close releases the directory. A Next in flight finishes on the blocking pool first.
+func (d *DirReader) Close() error {
+	if d.f == nil {
+		return nil
+	}
+	f := d.f
+	d.f, d.err = nil, os.ErrClosed
+	if d.next != nil && d.next.start && !d.next.done {
+		// A batch read is running on f: close after it, from the pool.
+		h := d.next.h
+		go func() { h.Wait(); f.Close() }()
+		return nil
+	}
+	return f.Close()
+}
