@@ -9,8 +9,8 @@ import (
 )
 
 // A graceful stop: requests hold a WorkGuard while they run; once the shutdown is
-// triggered (here by code; a server calls TriggerOn(blitzio.Interrupt,
-// blitzio.Terminate)), new requests are refused, Wait lets the ones in flight finish
+// triggered (here by code; a server calls TriggerOn(blitzio.SignalInterrupt,
+// blitzio.SignalTerminate)), new requests are refused, Wait lets the ones in flight finish
 // and then runs the hooks, the runtime's Shutdown last.
 func ExampleShutdown() {
 	rt, _ := blitzio.New(blitzio.Config{Workers: 2})

@@ -39,7 +39,7 @@ func NewShutdown() *Shutdown {
 }
 
 // TriggerOn triggers the shutdown when the process receives one of the signals (for a
-// server: Interrupt and Terminate). From the call on, those signals no longer end the
+// server: SignalInterrupt and SignalTerminate). From the call on, those signals no longer end the
 // process; a second one after the trigger is still caught (as a signal arriving during
 // shutdown must not kill a process that is draining). It fails like ListenSignals.
 func (s *Shutdown) TriggerOn(kinds ...SignalKind) error {

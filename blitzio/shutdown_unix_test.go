@@ -15,10 +15,10 @@ import (
 // process must live on until Wait returns.
 func TestShutdownOnSignalSurvivesASecondSignal(t *testing.T) {
 	s := NewShutdown()
-	if err := s.TriggerOn(User1); err != nil {
+	if err := s.TriggerOn(SignalUser1); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TriggerOn(User1); err == nil {
+	if err := s.TriggerOn(SignalUser1); err == nil {
 		t.Fatal("TriggerOn twice succeeded")
 	}
 	g, err := s.Guard()

@@ -26,19 +26,19 @@ var ErrListenerClosed = errors.New("blitzio: signal listener closed")
 // for the platform the program runs on.
 type SignalKind uint8
 
-// The signal kinds. Not every platform has every kind: Windows has only Interrupt (and
-// Terminate, for console close events); Supported reports it.
+// The signal kinds. Not every platform has every kind: Windows has only SignalInterrupt (and
+// SignalTerminate, for console close events); Supported reports it.
 const (
-	Interrupt    SignalKind = iota // SIGINT, ctrl-c
-	Terminate                      // SIGTERM: a polite request to stop
-	Hangup                         // SIGHUP: the terminal went away; daemons reload config
-	Quit                           // SIGQUIT, ctrl-\
-	User1                          // SIGUSR1
-	User2                          // SIGUSR2
-	Child                          // SIGCHLD: a child process changed state
-	WindowChange                   // SIGWINCH: the terminal was resized
-	Pipe                           // SIGPIPE: write to a closed pipe
-	Alarm                          // SIGALRM
+	SignalInterrupt    SignalKind = iota // SIGINT, ctrl-c
+	SignalTerminate                      // SIGTERM: a polite request to stop
+	SignalHangup                         // SIGHUP: the terminal went away; daemons reload config
+	SignalQuit                           // SIGQUIT, ctrl-\
+	SignalUser1                          // SIGUSR1
+	SignalUser2                          // SIGUSR2
+	SignalChild                          // SIGCHLD: a child process changed state
+	SignalWindowChange                   // SIGWINCH: the terminal was resized
+	SignalPipe                           // SIGPIPE: write to a closed pipe
+	SignalAlarm                          // SIGALRM
 	numSignalKinds
 )
 
@@ -253,7 +253,7 @@ func (l *SignalListener) Close() error {
 // instead of ending the process; once it is ready or dropped, the default action comes
 // back (unless another listener still listens).
 func CtrlC() Future[Result[struct{}]] {
-	l, err := ListenSignals(Interrupt)
+	l, err := ListenSignals(SignalInterrupt)
 	if err != nil {
 		return Ready(Result[struct{}]{Err: err})
 	}

@@ -10,6 +10,6 @@ import (
 // platformSignals: outside Unix, os/signal delivers only an interrupt (ctrl-c, ctrl-break)
 // and, on Windows, SIGTERM for console close, logoff and shutdown events.
 var platformSignals = [numSignalKinds]os.Signal{
-	Interrupt: os.Interrupt,
-	Terminate: syscall.SIGTERM,
+	SignalInterrupt: os.Interrupt,
+	SignalTerminate: syscall.SIGTERM,
 }

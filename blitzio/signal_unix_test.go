@@ -33,16 +33,16 @@ func awaitSignal(t *testing.T, rt *Runtime, l *SignalListener) Result[os.Signal]
 
 func TestSignalKindsHaveThePlatformNumbers(t *testing.T) {
 	for k, want := range map[SignalKind]syscall.Signal{
-		Interrupt: syscall.SIGINT, Terminate: syscall.SIGTERM, Hangup: syscall.SIGHUP,
-		User1: syscall.SIGUSR1, User2: syscall.SIGUSR2, Child: syscall.SIGCHLD,
-		WindowChange: syscall.SIGWINCH, Quit: syscall.SIGQUIT, Pipe: syscall.SIGPIPE, Alarm: syscall.SIGALRM,
+		SignalInterrupt: syscall.SIGINT, SignalTerminate: syscall.SIGTERM, SignalHangup: syscall.SIGHUP,
+		SignalUser1: syscall.SIGUSR1, SignalUser2: syscall.SIGUSR2, SignalChild: syscall.SIGCHLD,
+		SignalWindowChange: syscall.SIGWINCH, SignalQuit: syscall.SIGQUIT, SignalPipe: syscall.SIGPIPE, SignalAlarm: syscall.SIGALRM,
 	} {
 		if got := k.Signal(); got != want || !k.Supported() {
 			t.Errorf("%v.Signal() = %v, want %v (%d)", k, got, want, int(want))
 		}
 	}
-	if runtime.GOOS == "linux" && User1.Signal() != syscall.Signal(10) {
-		t.Errorf("User1 on Linux is %v, want signal 10", User1.Signal())
+	if runtime.GOOS == "linux" && SignalUser1.Signal() != syscall.Signal(10) {
+		t.Errorf("User1 on Linux is %v, want signal 10", SignalUser1.Signal())
 	}
 	if _, err := ListenSignals(SignalKind(200)); err == nil {
 		t.Error("ListenSignals accepted an unknown kind")
@@ -50,8 +50,8 @@ func TestSignalKindsHaveThePlatformNumbers(t *testing.T) {
 	if _, err := ListenSignals(); err == nil {
 		t.Error("ListenSignals accepted no kinds")
 	}
-	if SignalKind(200).String() != "SignalKind(200)" || User2.String() != "user2" {
-		t.Errorf("String: %q %q", SignalKind(200).String(), User2.String())
+	if SignalKind(200).String() != "SignalKind(200)" || SignalUser2.String() != "user2" {
+		t.Errorf("String: %q %q", SignalKind(200).String(), SignalUser2.String())
 	}
 }
 
@@ -61,14 +61,14 @@ func TestSignalEveryListenerHears(t *testing.T) {
 	rt := newSignalRuntime(t)
 	var ls []*SignalListener
 	for range 3 {
-		l, err := ListenSignals(User1)
+		l, err := ListenSignals(SignalUser1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer l.Close()
 		ls = append(ls, l)
 	}
-	both, err := ListenSignals(User2, User1)
+	both, err := ListenSignals(SignalUser2, SignalUser1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestSignalEveryListenerHears(t *testing.T) {
 // signal arriving then is reported by the next Recv.
 func TestSignalDroppedRecvLosesNothing(t *testing.T) {
 	rt := newSignalRuntime(t)
-	l, err := ListenSignals(User2)
+	l, err := ListenSignals(SignalUser2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestSignalDroppedRecvLosesNothing(t *testing.T) {
 
 func TestSignalCloseWakesRecv(t *testing.T) {
 	rt := newSignalRuntime(t)
-	l, err := ListenSignals(Hangup)
+	l, err := ListenSignals(SignalHangup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestCtrlC(t *testing.T) {
 	h := Spawn(rt, f)
 	// A second listener keeps SIGINT handled after CtrlC releases it, so a stray second
 	// interrupt cannot end the test binary.
-	guard, err := ListenSignals(Interrupt)
+	guard, err := ListenSignals(SignalInterrupt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,301 @@
+package blitzio
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+)
+
+// Stdio says what a child process's standard stream is connected to.
+type Stdio uint8
+
+// The choices for a child's stdin, stdout and stderr.
+const (
+	// Inherit connects the stream to the parent's (the default for stdin only when set;
+	// see Command).
+	Inherit Stdio = iota
+	// Null connects it to the null device.
+	Null
+	// Piped connects it to a pipe the parent reads or writes as a *File (SignalChild.Stdin,
+	// SignalChild.Stdout, SignalChild.Stderr).
+	Piped
+)
+
+// Cmd describes a child process to start, like exec.Cmd, built with chained calls:
+//
+//	blitzio.Command("grep", "-c", "go").Stdin(blitzio.Piped).Stdout(blitzio.Piped).Spawn()
+//
+// By default the child inherits the environment, the working directory and the three
+// standard streams of the parent (Tokio's default as well). A Cmd may be spawned
+// several times.
+type Cmd struct {
+	name                  string
+	args                  []string
+	env                   []string
+	envSet                bool
+	dir                   string
+	stdin, stdout, stderr Stdio
+}
+
+// Command returns a Cmd that runs name with args. name is looked up in PATH at Spawn
+// when it has no path separator, as exec.Command does.
+func Command(name string, args ...string) *Cmd {
+	return &Cmd{name: name, args: append([]string(nil), args...)}
+}
+
+// Arg appends arguments.
+func (c *Cmd) Arg(args ...string) *Cmd { c.args = append(c.args, args...); return c }
+
+// Env sets one environment variable for the child (on top of the inherited environment,
+// unless EnvClear was called).
+func (c *Cmd) Env(key, value string) *Cmd {
+	if !c.envSet {
+		c.env, c.envSet = os.Environ(), true
+	}
+	c.env = append(c.env, key+"="+value)
+	return c
+}
+
+// EnvClear starts the child with an empty environment (then only the variables given
+// with Env).
+func (c *Cmd) EnvClear() *Cmd { c.env, c.envSet = []string{}, true; return c }
+
+// Dir sets the child's working directory.
+func (c *Cmd) Dir(dir string) *Cmd { c.dir = dir; return c }
+
+// Stdin sets what the child's standard input is.
+func (c *Cmd) Stdin(s Stdio) *Cmd { c.stdin = s; return c }
+
+// Stdout sets what the child's standard output is.
+func (c *Cmd) Stdout(s Stdio) *Cmd { c.stdout = s; return c }
+
+// Stderr sets what the child's standard error is.
+func (c *Cmd) Stderr(s Stdio) *Cmd { c.stderr = s; return c }
+
+// Child is a running (or finished) child process. Its piped streams are Files (async
+// streams); close Stdin to send the child EOF. A Child that is dropped without Wait is
+// still reaped when it exits: no zombie is left.
+type Child struct {
+	// Stdin, Stdout and Stderr are the parent's ends of the pipes asked for with Piped,
+	// nil otherwise.
+	Stdin, Stdout, Stderr *File
+
+	cmd  *exec.Cmd
+	done *CompletionFuture[exitResult]
+	mu   sync.Mutex
+	res  *exitResult
+}
+
+type exitResult struct {
+	state *os.ProcessState
+	err   error
+}
+
+// Spawn starts the process. The error is exec's (exec.ErrNotFound wrapped in an
+// *exec.Error for a missing program, an *fs.PathError for a bad directory).
+//
+// The child is reaped by a goroutine that waits for it (Go's os.Process uses a pidfd
+// on Linux for that wait); Wait's future is woken when it exits, so tasks wait without
+// holding a worker or a blocking-pool goroutine.
+func (c *Cmd) Spawn() (*Child, error) {
+	cmd := exec.Command(c.name, c.args...)
+	if c.envSet {
+		cmd.Env = c.env
+	}
+	cmd.Dir = c.dir
+	child := &Child{cmd: cmd}
+	var parentEnds, childEnds []*os.File
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
+	setup := func(s Stdio, std *os.File, input bool) (*os.File, *File, error) {
+		switch s {
+		case Null:
+			return nil, nil, nil // exec connects a nil stream to the null device
+		case Piped:
+			r, w, err := os.Pipe()
+			if err != nil {
+				return nil, nil, err
+			}
+			if input {
+				parentEnds, childEnds = append(parentEnds, w), append(childEnds, r)
+				return r, NewFile(w), nil
+			}
+			parentEnds, childEnds = append(parentEnds, r), append(childEnds, w)
+			return w, NewFile(r), nil
+		}
+		return std, nil, nil
+	}
+	var err error
+	if cmd.Stdin, child.Stdin, err = setup(c.stdin, os.Stdin, true); err == nil {
+		if cmd.Stdout, child.Stdout, err = setup(c.stdout, os.Stdout, false); err == nil {
+			cmd.Stderr, child.Stderr, err = setup(c.stderr, os.Stderr, false)
+		}
+	}
+	if err == nil {
+		err = cmd.Start()
+	}
+	// The child has its own copies of its ends (or failed to start): ours must close, or
+	// the parent would never read EOF from the child's stdout.
+	closeAll(childEnds)
+	if err != nil {
+		closeAll(parentEnds)
+		return nil, err
+	}
+	fire, done := NewCompletion[exitResult]()
+	child.done = done
+	go func() {
+		// cmd.Wait copies nothing (every stream is an *os.File), so it returns as soon as
+		// the process has exited and been reaped.
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = nil // a non-zero status is a result, not an error
+		}
+		r := exitResult{state: cmd.ProcessState, err: err}
+		child.mu.Lock()
+		child.res = &r
+		child.mu.Unlock()
+		fire.Complete(r)
+	}()
+	return child, nil
+}
+
+// ID returns the process id.
+func (ch *Child) ID() int { return ch.cmd.Process.Pid }
+
+// Wait returns a future of the child's exit status. Several futures may wait for the
+// same child. Close the child's Stdin first if it reads it to the end.
+func (ch *Child) Wait() Future[Result[*os.ProcessState]] {
+	return Map(Future[exitResult](ch.done), func(r exitResult) Result[*os.ProcessState] {
+		return Result[*os.ProcessState]{Value: r.state, Err: r.err}
+	})
+}
+
+// TryWait returns the exit status if the child has exited, or (nil, false, nil) if it
+// still runs.
+func (ch *Child) TryWait() (*os.ProcessState, bool, error) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.res == nil {
+		return nil, false, nil
+	}
+	return ch.res.state, true, ch.res.err
+}
+
+// Kill sends the child SIGKILL (TerminateProcess on Windows). Killing a child that has
+// already exited returns os.ErrProcessDone.
+func (ch *Child) Kill() error { return ch.cmd.Process.Kill() }
+
+// Signal sends the child a signal. A kind the platform lacks is an error.
+func (ch *Child) Signal(kind SignalKind) error {
+	s := kind.Signal()
+	if s == nil {
+		return errors.New("blitzio: signal " + kind.String() + " is not available on this platform")
+	}
+	return ch.cmd.Process.Signal(s)
+}
+
+// Output is what Cmd.Output collects.
+type Output struct {
+	Status *os.ProcessState
+	Stdout []byte
+	Stderr []byte
+}
+
+// Output returns a future that runs the command with stdin from the null device and
+// stdout and stderr piped, collects both to the end, and waits for the exit. Like
+// exec.Cmd.Output it is not an error for the command to exit with a non-zero status:
+// check Status.Success.
+func (c *Cmd) Output() Future[Result[Output]] {
+	cc := *c
+	cc.stdin, cc.stdout, cc.stderr = Null, Piped, Piped
+	child, err := cc.Spawn()
+	if err != nil {
+		return Ready(Result[Output]{Err: err})
+	}
+	return &outputFuture{child: child, out: collect{r: child.Stdout}, errs: collect{r: child.Stderr}, wait: child.Wait()}
+}
+
+// Status returns a future that runs the command (streams as configured) and returns its
+// exit status.
+func (c *Cmd) Status() Future[Result[*os.ProcessState]] {
+	child, err := c.Spawn()
+	if err != nil {
+		return Ready(Result[*os.ProcessState]{Err: err})
+	}
+	return child.Wait()
+}
+
+// collect reads a stream to its end.
+type collect struct {
+	r    AsyncReader
+	buf  []byte
+	done bool
+	err  error
+}
+
+func (c *collect) poll(cx *Context) bool {
+	for !c.done {
+		if cap(c.buf)-len(c.buf) < 512 {
+			c.buf = append(c.buf, make([]byte, 4096)...)[:len(c.buf)]
+		}
+		r, ok := c.r.PollRead(cx, c.buf[len(c.buf):cap(c.buf)])
+		if !ok {
+			return false
+		}
+		switch {
+		case r.Err == io.EOF:
+			c.done = true
+		case r.Err != nil:
+			c.done, c.err = true, r.Err
+		default:
+			c.buf = c.buf[:len(c.buf)+r.Value]
+		}
+	}
+	return true
+}
+
+type outputFuture struct {
+	child     *Child
+	out, errs collect
+	wait      Future[Result[*os.ProcessState]]
+	done      bool
+	res       Result[Output]
+}
+
+// Poll implements Future.
+func (o *outputFuture) Poll(cx *Context) (Result[Output], bool) {
+	if o.done {
+		return o.res, true
+	}
+	a, b := o.out.poll(cx), o.errs.poll(cx)
+	if !a || !b {
+		return Result[Output]{}, false
+	}
+	w, ok := o.wait.Poll(cx)
+	if !ok {
+		return Result[Output]{}, false
+	}
+	o.done = true
+	o.child.Stdout.b.f.Close()
+	o.child.Stderr.b.f.Close()
+	err := errors.Join(w.Err, o.out.err, o.errs.err)
+	o.res = Result[Output]{Value: Output{Status: w.Value, Stdout: o.out.buf, Stderr: o.errs.buf}, Err: err}
+	return o.res, true
+}
+
+// Drop implements Dropper: the child is killed (its output is no longer wanted) and
+// reaped in the background.
+func (o *outputFuture) Drop() {
+	if !o.done {
+		o.done = true
+		o.child.Kill()
+		o.child.Stdout.b.f.Close()
+		o.child.Stderr.b.f.Close()
+	}
+}
