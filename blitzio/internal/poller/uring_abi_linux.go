@@ -15,7 +15,6 @@ import (
 const (
 	uringOpNop         = 0
 	uringOpPollAdd     = 6  // 5.1
-	uringOpPollRemove  = 7  // 5.1
 	uringOpAccept      = 13 // 5.5
 	uringOpAsyncCancel = 14 // 5.5
 	uringOpSend        = 26 // 5.6

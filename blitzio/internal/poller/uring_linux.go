@@ -187,7 +187,6 @@ const (
 	slotFree uint8 = iota
 	slotWake
 	slotPoll
-	slotPollRemove
 	slotCancel
 	slotAccept
 	slotRecv
@@ -196,12 +195,13 @@ const (
 
 // uringSlot is the state of one operation.
 type uringSlot struct {
-	gen   uint32 // bumped when the slot is freed, so a stale user_data never matches
-	kind  uint8
-	dead  bool // Deregister'ed registration, or an op whose cancellation was asked
-	fd    int32
-	mask  uint32 // poll mask (slotPoll)
-	token uint64
+	gen    uint32 // bumped when the slot is freed, so a stale user_data never matches
+	kind   uint8
+	dead   bool // Deregister'ed registration, or an op whose cancellation was asked
+	fd     int32
+	mask   uint32 // poll mask (slotPoll)
+	token  uint64
+	target uint64 // slotCancel: the user_data it cancels
 	// Token list links (+1, 0 = none) for Cancel.
 	prev, next uint32
 	send       []byte // slotSend: the caller's buffer, kept reachable and pinned
@@ -339,7 +339,7 @@ func (r *ioUring) probe() error {
 		code int
 		name string
 	}{
-		{uringOpPollAdd, "POLL_ADD"}, {uringOpPollRemove, "POLL_REMOVE"},
+		{uringOpPollAdd, "POLL_ADD"},
 		{uringOpAsyncCancel, "ASYNC_CANCEL"}, {uringOpAccept, "ACCEPT"},
 		{uringOpSend, "SEND"}, {uringOpRecv, "RECV"},
 	} {
@@ -622,10 +622,15 @@ func (r *ioUring) Register(fd int, token uint64, interest Interest) error {
 	return nil
 }
 
-// Deregister queues a POLL_REMOVE for fd's registration. From now on no event for it
+// Deregister queues the cancellation of fd's registration. From now on no event for it
 // is reported (completions already in the CQ ring are dropped when reaped); the kernel
-// releases its reference to the file once the removal is submitted, at the next Poll or
-// Flush.
+// releases its reference to the file once the cancellation is submitted, at the next
+// Poll or Flush.
+//
+// The cancellation is an IORING_OP_ASYNC_CANCEL, not an IORING_OP_POLL_REMOVE: a
+// POLL_REMOVE that races with a wake-up of the fd finds the poll busy, answers -ENOENT
+// and leaves it armed (seen on 6.x kernels), while ASYNC_CANCEL marks the poll cancelled
+// whoever owns it at that moment.
 func (r *ioUring) Deregister(fd int, token uint64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -637,11 +642,7 @@ func (r *ioUring) Deregister(fd int, token uint64) error {
 		return fmt.Errorf("poller: io_uring Deregister: fd %d token %#x: %w", fd, token, os.NewSyscallError("io_uring poll", unix.ENOENT))
 	}
 	delete(r.regs, fd)
-	s := &r.slots[idx]
-	s.dead = true
-	target := uringUserData(idx, s.gen)
-	rm := r.allocLocked(slotPollRemove)
-	r.pushLocked(&uringSQE{opcode: uringOpPollRemove, fd: -1, addr: target, userData: uringUserData(rm, r.slots[rm].gen)})
+	r.cancelLocked(idx)
 	return nil
 }
 
@@ -735,8 +736,12 @@ func (r *ioUring) cancelLocked(idx uint32) {
 		return
 	}
 	s.dead = true
-	target := uringUserData(idx, s.gen)
+	r.queueCancelLocked(uringUserData(idx, s.gen))
+}
+
+func (r *ioUring) queueCancelLocked(target uint64) {
 	c := r.allocLocked(slotCancel)
+	r.slots[c].target = target
 	r.pushLocked(&uringSQE{opcode: uringOpAsyncCancel, fd: -1, addr: target, userData: uringUserData(c, r.slots[c].gen)})
 }
 
@@ -942,9 +947,18 @@ func (r *ioUring) completeLocked(cqe *uringCQE, ev *Event) bool {
 		*ev = Event{Token: s.token, Ready: uringReady(uint32(cqe.res)), Op: OpReady, More: true, Res: cqe.res, Buf: -1}
 		return true
 
-	case slotPollRemove, slotCancel:
+	case slotCancel:
 		r.inflight--
+		target := s.target
 		r.freeLocked(idx)
+		if cqe.res == -int32(unix.EALREADY) {
+			// The operation was running and could only be signalled; ask again
+			// (at the next submission) until its own completion arrives.
+			ti, tg := uint32(target), uint32(target>>32)
+			if ti < uint32(len(r.slots)) && r.slots[ti].gen == tg && r.slots[ti].kind != slotFree {
+				r.queueCancelLocked(target)
+			}
+		}
 		return false
 
 	case slotAccept, slotRecv, slotSend:
