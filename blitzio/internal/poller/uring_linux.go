@@ -464,7 +464,8 @@ func (r *ioUring) unlinkTokenLocked(idx uint32) {
 
 // pushLocked queues one SQE: straight into the SQ ring when it has room and nothing is
 // waiting before it, else at the end of the backlog (submission order is kept, which
-// Deregister relies on: a POLL_REMOVE is processed after the POLL_ADD it targets).
+// Deregister and Cancel rely on: an ASYNC_CANCEL is processed after the operation it
+// targets has started).
 func (r *ioUring) pushLocked(sqe *uringSQE) {
 	r.inflight++
 	if len(r.backlog) == 0 && r.sqLocal-atomic.LoadUint32(r.sqHead) < r.sqEntries {
@@ -758,13 +759,13 @@ func (r *ioUring) Flush() error {
 
 // Wake makes the Poll in progress (or the next one) return.
 func (r *ioUring) Wake() error {
-	if !r.woken.CompareAndSwap(false, true) {
-		return nil // a wake is pending and its completion not yet reaped
-	}
 	r.wakeMu.RLock()
 	defer r.wakeMu.RUnlock()
 	if r.wakeGone {
 		return errUringClosed
+	}
+	if !r.woken.CompareAndSwap(false, true) {
+		return nil // a wake is pending and its completion not yet reaped
 	}
 	one := [8]byte{1}
 	for {
@@ -800,6 +801,7 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 			return 0, errUringClosed
 		}
 		toSubmit := r.drainBacklogLocked()
+		backlog := len(r.backlog) > 0
 		r.sawWake = false
 		n := r.reapLocked(events)
 		woke := r.sawWake
@@ -807,6 +809,14 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 		r.mu.Unlock()
 		if woke {
 			r.drainWake()
+		}
+		if backlog {
+			// More submissions than the SQ ring holds: hand them all over before
+			// waiting, or an operation left in the backlog would never start.
+			if err := r.submit(); err != nil {
+				return n, err
+			}
+			toSubmit = 0
 		}
 		if n > 0 || woke || timeout == 0 {
 			var flags uint32
@@ -818,7 +828,7 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 				if _, errno := uringEnter(r.fd, toSubmit, 0, flags, nil, 0); errno != 0 && !uringTransient(errno) {
 					return n, os.NewSyscallError("io_uring_enter", errno)
 				}
-				if n == 0 && flags != 0 {
+				if flags != 0 {
 					continue // reap what the flush brought
 				}
 			}
@@ -846,8 +856,8 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 		_, errno := uringEnter(r.fd, toSubmit, 1, flags, arg, argSize)
 		switch errno {
 		case 0, unix.ETIME:
-			// Reap below; an ETIME with nothing to reap ends the loop at the
-			// deadline check.
+			// Reap at the top of the loop; an ETIME with nothing to reap ends the
+			// loop at the deadline check.
 		case unix.EINTR:
 			return 0, nil
 		default:
