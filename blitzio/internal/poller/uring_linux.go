@@ -5,6 +5,7 @@ package poller
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"os"
 	"runtime"
@@ -125,7 +126,10 @@ func NewIOUringConfig(cfg IOUringConfig) (Poller, error) {
 // Threading: Poll runs on one goroutine at a time; every other method may be called from
 // any goroutine. Submissions are written into the SQ ring (or, when it is full, a
 // backlog in Go memory) under mu and handed to the kernel by the next Poll or Flush, so
-// many operations cost one io_uring_enter. Only Poll (and Close) reads the CQ ring.
+// many operations cost one io_uring_enter. A Poll already blocked in the kernel does not
+// see submissions made after it started: whoever submits from another goroutine calls
+// Flush (or Wake, to have the Poll return and submit). Only Poll (and Close) reads the
+// CQ ring.
 //
 // Ownership: every operation has a slot (its user_data names the slot and the slot's
 // generation). The slot keeps what the kernel may touch — a Send's buffer, pinned — until
@@ -592,17 +596,19 @@ func uringReady(e uint32) Ready {
 // reports the fd's state at that moment if it is ready, then one event per wake-up of
 // the fd's wait queue (new data, freed send space, a hang-up), which is what EPOLLET
 // reports too; it does not repeat while the fd stays ready and nothing happens. When the
-// kernel ends the multishot poll (a completion without IORING_CQE_F_MORE: CQ overflow,
-// a kernel without multishot poll, the submitting thread's task work being cancelled),
-// it is re-armed, and the new arming reports the current state: a transition is never
-// lost, at worst reported twice.
+// kernel ends the multishot poll on its own (a completion without IORING_CQE_F_MORE:
+// CQ overflow, a kernel without multishot poll, a -ECANCELED this package did not ask
+// for), it is re-armed, and the new arming reports the current state: a transition is
+// never lost, at worst reported twice. If the kernel refuses the poll itself (EBADF: fd
+// is not open), one event with Ready = Readable|Writable|Error and Res = -errno is
+// reported and the registration ends (Deregister then answers ENOENT).
 //
 // Unlike epoll, the kernel holds a reference to fd's file while the poll is armed:
 // closing fd without Deregister leaves the socket open (no FIN, no RST) until the ring
 // is closed. Call Deregister before closing. Registering an fd number that still has a
 // registration fails with EEXIST.
 func (r *ioUring) Register(fd int, token uint64, interest Interest) error {
-	if fd < 0 {
+	if fd < 0 || fd > math.MaxInt32 {
 		return fmt.Errorf("poller: io_uring Register: %w", os.NewSyscallError("io_uring poll", unix.EBADF))
 	}
 	r.mu.Lock()
@@ -628,10 +634,10 @@ func (r *ioUring) Register(fd int, token uint64, interest Interest) error {
 // releases its reference to the file once the cancellation is submitted, at the next
 // Poll or Flush.
 //
-// The cancellation is an IORING_OP_ASYNC_CANCEL, not an IORING_OP_POLL_REMOVE: a
-// POLL_REMOVE that races with a wake-up of the fd finds the poll busy, answers -ENOENT
-// and leaves it armed (seen on 6.x kernels), while ASYNC_CANCEL marks the poll cancelled
-// whoever owns it at that moment.
+// The cancellation is an IORING_OP_ASYNC_CANCEL, not an IORING_OP_POLL_REMOVE: in this
+// package's tests on Linux 6.18, a POLL_REMOVE racing with a wake-up of the fd completed
+// without removing the poll, which then stayed armed (and held the file) for good;
+// ASYNC_CANCEL marks the poll cancelled whoever is handling it at that moment.
 func (r *ioUring) Deregister(fd int, token uint64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -687,7 +693,7 @@ func (r *ioUring) Send(fd int, token uint64, p []byte) error {
 }
 
 func (r *ioUring) submitOp(name string, kind uint8, fd int, token uint64, sqe *uringSQE, p []byte) error {
-	if fd < 0 {
+	if fd < 0 || fd > math.MaxInt32 {
 		return fmt.Errorf("poller: io_uring %s: %w", name, os.NewSyscallError(strings.ToLower(name), unix.EBADF))
 	}
 	r.mu.Lock()
