@@ -719,7 +719,9 @@ func (r *ioUring) submitOp(name string, kind uint8, fd int, token uint64, sqe *u
 // Cancel queues an IORING_OP_ASYNC_CANCEL for every Accept, Recv and Send still in
 // flight with token (not for a readiness registration: use Deregister). Each ends with
 // its own Event, Res = -ECANCELED when the cancellation caught it; the cancel requests
-// themselves report nothing.
+// themselves report nothing (so OpCancel never appears). Completions that won the race
+// against the cancellation are reported as usual and belong to the caller: an accepted
+// connection to close or keep, received bytes in a buffer to Release, a partial send.
 func (r *ioUring) Cancel(token uint64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
