@@ -213,3 +213,45 @@ func TestUringCloseRacesCallers(t *testing.T) {
 		unix.Close(b)
 	}
 }
+
+// Regression: a Flush that had passed its closed check when Close ran used to submit
+// through rings Close had just unmapped (a segmentation fault) or an fd it had closed.
+func TestUringFlushRacesClose(t *testing.T) {
+	defer watchdog(t, 120*time.Second)()
+	for range 100 {
+		p, err := NewIOUringConfig(IOUringConfig{Entries: 2})
+		if err != nil {
+			t.Skip(err)
+		}
+		r := p.(*ioUring)
+		a, b := socketpair(t)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for g := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for i := 0; ; i++ {
+					if g == 0 {
+						r.Send(a, uint64(i), []byte{1})
+					}
+					if err := r.Flush(); err != nil {
+						return
+					}
+					if i%8 == 7 {
+						runtime.Gosched() // let Close run on this 2-core machine
+					}
+				}
+			}()
+		}
+		close(start)
+		time.Sleep(100 * time.Microsecond)
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		unix.Close(a)
+		unix.Close(b)
+	}
+}

@@ -155,6 +155,11 @@ type ioUring struct {
 	cqMask    uint32
 	cqes      []uringCQE
 
+	// life guards the ring fd and the mappings against release: submit holds it
+	// shared across io_uring_enter, release takes it exclusively.
+	life     sync.RWMutex
+	released bool
+
 	mu      sync.Mutex
 	closed  bool
 	sqLocal uint32      // our copy of the SQ tail
@@ -521,6 +526,13 @@ func (r *ioUring) armPollLocked(idx uint32) {
 // submit hands the queued SQEs to the kernel (one io_uring_enter for the batch, more
 // only while a backlog larger than the ring remains).
 func (r *ioUring) submit() error {
+	// Hold the ring alive across the system call: a Flush racing Close would
+	// otherwise touch unmapped rings or enter a closed (maybe reused) fd.
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.released {
+		return errUringClosed
+	}
 	for {
 		r.mu.Lock()
 		n := r.drainBacklogLocked()
@@ -1110,6 +1122,9 @@ var (
 
 // release unmaps and closes everything set up so far.
 func (r *ioUring) release() error {
+	r.life.Lock()
+	defer r.life.Unlock()
+	r.released = true
 	var first error
 	keep := func(err error) {
 		if err != nil && first == nil {
