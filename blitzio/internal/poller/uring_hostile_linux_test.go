@@ -255,3 +255,28 @@ func TestUringFlushRacesClose(t *testing.T) {
 		unix.Close(b)
 	}
 }
+
+// Two Closes at once: both wait for the one release and report its result (nil).
+func TestUringConcurrentClose(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	for range 20 {
+		p, err := NewIOUringConfig(IOUringConfig{Entries: 4})
+		if err != nil {
+			t.Skip(err)
+		}
+		a, b := socketpair(t)
+		p.Register(a, 1, Read)
+		p.(Completer).Recv(a, 2)
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() { errs <- p.Close() }()
+		}
+		for range 3 {
+			if err := <-errs; err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+		}
+		unix.Close(a)
+		unix.Close(b)
+	}
+}

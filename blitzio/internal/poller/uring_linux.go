@@ -188,7 +188,8 @@ type ioUring struct {
 	waitTS  unix.Timespec
 	sawWake bool // set by reapLocked when the wake poll fired
 
-	closeErr error
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Slot kinds.
@@ -1052,11 +1053,13 @@ func (r *ioUring) Release(id int32) {
 // the ring (the kernel then cancels and waits for it on its own), leaks the buffers it
 // may use, and returns an error saying so. Calls after the first return its result.
 func (r *ioUring) Close() error {
+	// A second Close (concurrent or later) waits for the first and returns its result.
+	r.closeOnce.Do(func() { r.closeErr = r.close() })
+	return r.closeErr
+}
+
+func (r *ioUring) close() error {
 	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return r.closeErr
-	}
 	r.closed = true
 	// Cancel everything still owned by the kernel. Entries still in the backlog are
 	// submitted first (ring order), then cancelled by the requests queued after them.
@@ -1088,6 +1091,7 @@ func (r *ioUring) Close() error {
 	r.wakeGone = true
 	r.wakeMu.Unlock()
 
+	var leakErr error
 	r.mu.Lock()
 	left := r.inflight
 	if left > 0 {
@@ -1106,13 +1110,13 @@ func (r *ioUring) Close() error {
 		uringLeakMu.Lock()
 		uringLeaked = append(uringLeaked, leaked...)
 		uringLeakMu.Unlock()
-		r.closeErr = fmt.Errorf("poller: io_uring Close: %d operations still in flight after %v; their memory is left allocated", left, uringCloseWait)
+		leakErr = fmt.Errorf("poller: io_uring Close: %d operations still in flight after %v; their memory is left allocated", left, uringCloseWait)
 	}
 	r.mu.Unlock()
-	if err := r.release(); err != nil && r.closeErr == nil {
-		r.closeErr = err
+	if err := r.release(); err != nil && leakErr == nil {
+		return err
 	}
-	return r.closeErr
+	return leakErr
 }
 
 var (
