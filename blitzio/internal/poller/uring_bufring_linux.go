@@ -114,10 +114,14 @@ func (b *uringBufRing) buffer(id int32, n int) []byte {
 		panic(fmt.Sprintf("poller: io_uring Buffer: n = %d out of range [0, %d]", n, b.size))
 	}
 	b.mu.Lock()
-	closed := b.closed
+	closed, held := b.closed, b.held[id]
 	b.mu.Unlock()
 	if closed {
 		return nil
+	}
+	if !held {
+		// The kernel may be writing into it: reading it would race the kernel.
+		panic(fmt.Sprintf("poller: io_uring Buffer: buffer %d is not held (released, or never received)", id))
 	}
 	off := int(id) * b.size
 	return b.bufMem[off : off+n : off+n]

@@ -1028,7 +1028,8 @@ func (r *ioUring) completeLocked(cqe *uringCQE, ev *Event) bool {
 }
 
 // Buffer returns the first n bytes of provided buffer id, valid until Release(id) or
-// Close (after Close it returns nil). It panics if id or n is out of range.
+// Close (after Close it returns nil). It panics if id or n is out of range, or if the
+// buffer is not held by the caller (the kernel may be writing into it).
 func (r *ioUring) Buffer(id int32, n int) []byte {
 	if r.bufs == nil {
 		panic("poller: io_uring Buffer: no provided buffers (Features lacks ProvidedBuffers)")

@@ -237,6 +237,7 @@ func TestUringRecvNoBuffers(t *testing.T) {
 		r.Release(held[1])
 	}()
 	for _, bad := range []func(){
+		func() { r.Buffer(held[1], 1) }, // released above
 		func() { r.Buffer(-1, 0) },
 		func() { r.Buffer(2, 0) },
 		func() { r.Buffer(0, 17) },
