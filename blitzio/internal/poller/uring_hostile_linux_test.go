@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,5 +279,76 @@ func TestUringConcurrentClose(t *testing.T) {
 		}
 		unix.Close(a)
 		unix.Close(b)
+	}
+}
+
+// More completions at once than the CQ ring holds: the kernel keeps the excess on its
+// overflow list (IORING_FEAT_NODROP) and may end multishot polls; Poll must flush the
+// list and re-arm the polls, so that every registration still reports later readiness.
+func TestUringCQOverflowRearms(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	r := newTestUring(t, IOUringConfig{Entries: 1}) // CQ ring of 4 entries
+	const n = 40
+	rd := make([]int, n)
+	wr := make([]int, n)
+	for i := range n {
+		rd[i], wr[i] = socketpair(t)
+		defer closeFd(t, rd[i])
+		defer closeFd(t, wr[i])
+		if err := r.Register(rd[i], uint64(i), Read|Write); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every registration is writable at once: 40 completions for a 4-entry CQ ring.
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	overflowed := atomic.LoadUint32(r.sqFlags)&uringSQCQOverflow != 0
+	writable := map[uint64]bool{}
+	evs := make([]Event, 2)
+	deadline := time.Now().Add(20 * time.Second)
+	for len(writable) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d registrations reported Writable", len(writable), n)
+		}
+		k, err := r.Poll(evs, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs[:k] {
+			if ev.Ready&Writable != 0 {
+				writable[ev.Token] = true
+			}
+		}
+		if k == 0 {
+			r.Poll(evs, time.Millisecond)
+		}
+	}
+	if !overflowed {
+		t.Errorf("the CQ ring did not overflow: this test did not test the overflow path")
+	}
+	// Then all of them become readable together: each must still be armed.
+	for _, fd := range wr {
+		unix.Write(fd, []byte{1})
+	}
+	readable := map[uint64]bool{}
+	for len(readable) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d registrations reported Readable after the overflow", len(readable), n)
+		}
+		k, err := r.Poll(evs, time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs[:k] {
+			if ev.Ready&Readable != 0 {
+				readable[ev.Token] = true
+			}
+		}
+	}
+	for i := range n {
+		if err := r.Deregister(rd[i], uint64(i)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
