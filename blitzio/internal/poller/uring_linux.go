@@ -37,6 +37,10 @@ type IOUringConfig struct {
 // deployment (or a test) can force the epoll fallback: BLITZIO_IOURING=off.
 const uringDisableEnv = "BLITZIO_IOURING"
 
+// uringTestHideFeatures makes New behave as on a kernel without these features, so
+// that tests can run the paths a driver takes on older kernels. Set only by tests.
+var uringTestHideFeatures Features
+
 // uringCloseWait bounds how long Close waits for cancelled operations to complete.
 // Socket operations are cancelled at once; only an operation stuck in an io-wq worker on
 // a file that ignores signals could take longer, and then Close leaks its memory rather
@@ -55,8 +59,9 @@ func NewIOUring(entries uint32) (Poller, error) {
 // When the kernel refuses io_uring, the error wraps ErrUnsupported and the system
 // call's errno, and says why: ENOSYS (no io_uring in this kernel), EPERM
 // (kernel.io_uring_disabled, or a seccomp filter as in many container runtimes), ENOMEM
-// (the RLIMIT_MEMLOCK limit of kernels before 5.12), or a kernel older than 5.11, which
-// lacks the timed wait this package needs. Setting the environment variable
+// (the RLIMIT_MEMLOCK limit of kernels before 5.12), or a kernel older than 5.13, which
+// lacks the timed wait (5.11) or the multishot poll (5.13) this package needs. Multishot
+// accept and provided-buffer receives (5.19) are optional: see Features. Setting the environment variable
 // BLITZIO_IOURING=off refuses io_uring the same way, to force the epoll fallback.
 //
 // Setup flags: SUBMIT_ALL (keep submitting a batch past a bad entry) and CQSIZE when the
@@ -107,7 +112,10 @@ func NewIOUringConfig(cfg IOUringConfig) (Poller, error) {
 		r.release()
 		return nil, err
 	}
-	if br, err := newUringBufRing(r.fd, nbuf, size); err == nil {
+	r.features &^= uringTestHideFeatures
+	if uringTestHideFeatures&ProvidedBuffers != 0 {
+		// As on a kernel without buffer rings.
+	} else if br, err := newUringBufRing(r.fd, nbuf, size); err == nil {
 		r.bufs = br
 		r.features |= ProvidedBuffers
 	} else if !errors.Is(err, ErrUnsupported) {
@@ -171,8 +179,6 @@ type ioUring struct {
 	// inflight counts submitted-or-queued operations whose last completion has not
 	// been reaped. Close waits for it to reach zero.
 	inflight int
-	// multishotPoll says whether POLL_ADD accepts IORING_POLL_ADD_MULTI (5.13).
-	multishotPoll bool
 
 	// Wake: an eventfd watched by a multishot poll of its own.
 	wakeFd   int
@@ -365,8 +371,11 @@ func (r *ioUring) probe() error {
 }
 
 // startWake creates the wake eventfd and arms its poll, finding out on the way whether
-// the kernel has multishot poll: a kernel without it fails the POLL_ADD at submission
-// with -EINVAL, which the CQ shows before io_uring_enter returns.
+// the kernel has multishot poll (5.13): a kernel without it fails the POLL_ADD at
+// submission with -EINVAL, which the CQ shows before io_uring_enter returns. Such a
+// kernel is refused: re-arming a one-shot poll after every completion would report an
+// fd that stays ready again and again (level-triggered), and a driver that leaves a
+// socket unread until someone asks would spin; epoll's EPOLLET does better there.
 func (r *ioUring) startWake() error {
 	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
@@ -379,7 +388,6 @@ func (r *ioUring) startWake() error {
 	s := &r.slots[idx]
 	s.fd = int32(fd)
 	s.mask = unix.POLLIN
-	r.multishotPoll = true
 	r.armPollLocked(idx)
 	r.mu.Unlock()
 	if err := r.submit(); err != nil {
@@ -387,29 +395,14 @@ func (r *ioUring) startWake() error {
 	}
 	tail := atomic.LoadUint32(r.cqTail)
 	for head := atomic.LoadUint32(r.cqHead); head != tail; head++ {
-		cqe := r.cqes[head&r.cqMask]
-		if uint32(cqe.userData) != idx {
-			continue
+		if cqe := r.cqes[head&r.cqMask]; uint32(cqe.userData) == idx && cqe.res < 0 {
+			if cqe.res == -int32(unix.EINVAL) {
+				return fmt.Errorf("%w: io_uring: kernel lacks multishot poll (Linux 5.13 or later is needed)", ErrUnsupported)
+			}
+			return fmt.Errorf("poller: io_uring: arming the wake poll: %w", os.NewSyscallError("io_uring poll", unix.Errno(-cqe.res)))
 		}
-		if cqe.res != -int32(unix.EINVAL) {
-			return fmt.Errorf("poller: io_uring: arming the wake poll: %w", unix.Errno(-cqe.res))
-		}
-		// No multishot poll: every readiness registration is re-armed after each
-		// completion instead. Consume the failed CQE and arm a one-shot poll.
-		atomic.StoreUint32(r.cqHead, head+1)
-		r.mu.Lock()
-		r.inflight--
-		r.multishotPoll = false
-		r.armPollLocked(idx)
-		r.mu.Unlock()
-		if err := r.submit(); err != nil {
-			return err
-		}
-		break
 	}
-	if r.multishotPoll {
-		r.features |= MultishotPoll
-	}
+	r.features |= MultishotPoll
 	return nil
 }
 
@@ -515,11 +508,9 @@ func (r *ioUring) armPollLocked(idx uint32) {
 	sqe := uringSQE{
 		opcode:   uringOpPollAdd,
 		fd:       s.fd,
+		len:      uringPollAddMulti,
 		opFlags:  uringPollEvents(s.mask),
 		userData: uringUserData(idx, s.gen),
-	}
-	if r.multishotPoll {
-		sqe.len = uringPollAddMulti
 	}
 	r.pushLocked(&sqe)
 }

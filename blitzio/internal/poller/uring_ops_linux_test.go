@@ -539,3 +539,53 @@ func ExampleNewIOUring() {
 	p.Deregister(fds[0], 42)
 	// Output: 42 true
 }
+
+// The paths of a kernel without multishot accept and buffer rings (5.13 to 5.18):
+// one connection per Accept, Recv refused with ErrUnsupported.
+func TestUringWithoutOptionalFeatures(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	uringTestHideFeatures = MultishotAccept | ProvidedBuffers
+	defer func() { uringTestHideFeatures = 0 }()
+	r := newTestUring(t, IOUringConfig{Entries: 4})
+	if f := r.Features(); f&(MultishotAccept|ProvidedBuffers) != 0 || f&MultishotPoll == 0 {
+		t.Fatalf("Features() = %b", f)
+	}
+	a, b := socketpair(t)
+	defer closeFd(t, a)
+	defer closeFd(t, b)
+	if err := r.Recv(a, 1); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Recv without buffer rings = %v, want ErrUnsupported", err)
+	}
+	for _, f := range []func(){func() { r.Buffer(0, 0) }, func() { r.Release(0) }} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Buffer/Release without buffer rings did not panic")
+				}
+			}()
+			f()
+		}()
+	}
+	lfd, port := loopbackListener(t)
+	defer closeFd(t, lfd)
+	const conns = 5
+	for range conns {
+		c := dialLoopback(t, port)
+		defer closeFd(t, c)
+	}
+	for i := range conns {
+		if err := r.Accept(lfd, 2); err != nil {
+			t.Fatal(err)
+		}
+		pollUntil(t, r, fmt.Sprintf("accept %d", i), func(ev Event) bool {
+			if ev.Token != 2 {
+				return false
+			}
+			if ev.Res < 0 || ev.More {
+				t.Fatalf("one-shot accept: %+v (%s)", ev, errnoName(ev.Res))
+			}
+			unix.Close(int(ev.Res))
+			return true
+		})
+	}
+}
