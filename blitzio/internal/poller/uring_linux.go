@@ -61,8 +61,9 @@ func NewIOUring(entries uint32) (Poller, error) {
 // (kernel.io_uring_disabled, or a seccomp filter as in many container runtimes), ENOMEM
 // (the RLIMIT_MEMLOCK limit of kernels before 5.12), or a kernel older than 5.13, which
 // lacks the timed wait (5.11) or the multishot poll (5.13) this package needs. Multishot
-// accept and provided-buffer receives (5.19) are optional: see Features. Setting the environment variable
-// BLITZIO_IOURING=off refuses io_uring the same way, to force the epoll fallback.
+// accept and provided-buffer receives (5.19) are optional: see Features. Setting the
+// environment variable BLITZIO_IOURING=off refuses io_uring the same way, to force the
+// epoll fallback.
 //
 // Setup flags: SUBMIT_ALL (keep submitting a batch past a bad entry) and CQSIZE when the
 // kernel has them. Deliberately not SINGLE_ISSUER or DEFER_TASKRUN: they require every
@@ -71,8 +72,8 @@ func NewIOUring(entries uint32) (Poller, error) {
 // Not COOP_TASKRUN either: completions of socket operations run as task work on the
 // thread that submitted them, and with COOP_TASKRUN the kernel waits for that thread to
 // enter the kernel by itself; the submitter may be an idle Go thread asleep in a futex
-// while another thread waits in io_uring_enter, which would then never see the
-// completion.
+// while another thread waits in io_uring_enter, which would see the completion only
+// when that thread happens to wake up.
 func NewIOUringConfig(cfg IOUringConfig) (Poller, error) {
 	if v := strings.TrimSpace(os.Getenv(uringDisableEnv)); v != "" {
 		switch strings.ToLower(v) {
@@ -182,7 +183,6 @@ type ioUring struct {
 
 	// Wake: an eventfd watched by a multishot poll of its own.
 	wakeFd   int
-	wakeSlot uint32
 	woken    atomic.Bool
 	wakeMu   sync.RWMutex // Wake holds it shared; Close exclusively before closing wakeFd
 	wakeGone bool         // guarded by wakeMu
@@ -384,7 +384,6 @@ func (r *ioUring) startWake() error {
 	r.wakeFd = fd
 	r.mu.Lock()
 	idx := r.allocLocked(slotWake)
-	r.wakeSlot = idx
 	s := &r.slots[idx]
 	s.fd = int32(fd)
 	s.mask = unix.POLLIN
