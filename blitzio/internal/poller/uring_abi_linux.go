@@ -3,6 +3,7 @@
 package poller
 
 import (
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -149,6 +150,17 @@ type uringGeteventsArg struct {
 	sigmaskSz uint32
 	pad       uint32
 	ts        uint64 // *__kernel_timespec
+}
+
+// uringTimespec is struct __kernel_timespec: 64-bit fields on every architecture
+// (unix.Timespec has 32-bit ones on 386 and arm).
+type uringTimespec struct {
+	sec  int64
+	nsec int64
+}
+
+func uringTimespecOf(d time.Duration) uringTimespec {
+	return uringTimespec{sec: int64(d / time.Second), nsec: int64(d % time.Second)}
 }
 
 type uringProbeOp struct {

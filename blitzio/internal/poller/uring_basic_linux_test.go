@@ -24,6 +24,7 @@ func TestUringABISizes(t *testing.T) {
 		{"io_uring_probe (256 ops)", unsafe.Sizeof(uringProbe{}), uringSizeofProbe},
 		{"io_uring_buf_reg", unsafe.Sizeof(uringBufReg{}), uringSizeofBufReg},
 		{"io_uring_buf", unsafe.Sizeof(uringBuf{}), uringSizeofBuf},
+		{"__kernel_timespec", unsafe.Sizeof(uringTimespec{}), 16},
 	} {
 		if c.got != c.want {
 			t.Errorf("sizeof(%s) = %d, want %d", c.name, c.got, c.want)

@@ -191,7 +191,7 @@ type ioUring struct {
 
 	// Poll-only state, on the heap so that pointers handed to the kernel stay put.
 	waitArg uringGeteventsArg
-	waitTS  unix.Timespec
+	waitTS  uringTimespec
 	sawWake bool // set by reapLocked when the wake poll fired
 
 	closeOnce sync.Once
@@ -859,7 +859,7 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 				}
 				return 0, nil
 			}
-			r.waitTS = unix.NsecToTimespec(int64(left))
+			r.waitTS = uringTimespecOf(left)
 			r.waitArg = uringGeteventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.waitTS)))}
 			arg, argSize = unsafe.Pointer(&r.waitArg), uringSizeofGeteventsArg
 			flags |= uringEnterExtArg
@@ -1073,7 +1073,7 @@ func (r *ioUring) close() error {
 		if left == 0 || time.Now().After(deadline) {
 			break
 		}
-		r.waitTS = unix.NsecToTimespec(int64(50 * time.Millisecond))
+		r.waitTS = uringTimespecOf(50 * time.Millisecond)
 		r.waitArg = uringGeteventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.waitTS)))}
 		uringEnter(r.fd, toSubmit, 1, uringEnterGetEvents|uringEnterExtArg, unsafe.Pointer(&r.waitArg), uringSizeofGeteventsArg)
 	}
