@@ -4,6 +4,7 @@ package poller
 
 import (
 	"errors"
+	"math"
 	"os"
 	"testing"
 	"time"
@@ -167,5 +168,16 @@ func TestUringPollTimeoutAndEmpty(t *testing.T) {
 	n, err = r.Poll(evs, 5*time.Millisecond)
 	if n != 0 || err != nil {
 		t.Errorf("Poll(5ms) on an idle ring = %d, %v", n, err)
+	}
+	// Extreme timeouts: the longest one (a deadline beyond the clock's range) and a
+	// negative one other than -1 both wait until woken.
+	for _, d := range []time.Duration{math.MaxInt64, math.MinInt64} {
+		go func() {
+			time.Sleep(time.Millisecond)
+			r.Wake()
+		}()
+		if n, err := r.Poll(evs, d); n != 0 || err != nil {
+			t.Errorf("Poll(%v) woken = %d, %v", d, n, err)
+		}
 	}
 }
