@@ -5,6 +5,7 @@ package poller
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,8 +33,15 @@ func TestUringReadinessSocketpair(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Registration reports the state it finds: writable, not readable.
-	got, _ := eventsFor(drainEvents(t, r), tok)
-	if got&Writable == 0 || got&Readable != 0 {
+	var got Ready
+	pollUntil(t, r, "initial Writable", func(ev Event) bool {
+		if ev.Token == tok {
+			got |= ev.Ready
+		}
+		return got&Writable != 0
+	})
+	more, _ := eventsFor(drainEvents(t, r), tok)
+	if got |= more; got&Readable != 0 {
 		t.Fatalf("after Register: readiness %b, want Writable only", got)
 	}
 	// Nothing happens: no event (edge-triggered, not level).
@@ -79,12 +87,15 @@ func TestUringReadinessPipe(t *testing.T) {
 	if err := r.Register(wr, 2, Write); err != nil {
 		t.Fatal(err)
 	}
-	evs := drainEvents(t, r)
-	if got, _ := eventsFor(evs, 2); got&Writable == 0 {
-		t.Errorf("empty pipe's write end: %b, want Writable", got)
-	}
-	if got, n := eventsFor(evs, 1); n != 0 {
-		t.Errorf("empty pipe's read end: %b, want no event", got)
+	readEvents := 0
+	pollUntil(t, r, "empty pipe's write end Writable", func(ev Event) bool {
+		if ev.Token == 1 {
+			readEvents++
+		}
+		return ev.Token == 2 && ev.Ready&Writable != 0
+	})
+	if _, n := eventsFor(drainEvents(t, r), 1); n+readEvents != 0 {
+		t.Errorf("empty pipe's read end reported %d events, want none", n+readEvents)
 	}
 	// Fill the pipe: the write end must stop being reported, then become writable
 	// again when the reader drains it.
@@ -234,14 +245,15 @@ func TestUringRegisterErrors(t *testing.T) {
 
 // TestUringConcurrentRegisterWakePoll runs goroutines that register, write to,
 // deregister and close socketpairs and call Wake while one goroutine polls: under -race
-// this checks the submission lock; it also checks no event is ever reported for a token
-// after its Deregister returned... as far as a test can: the tokens are never reused.
+// this checks the submission lock; it also checks that no Poll begun after a
+// Deregister returned reports an event for its token (tokens are never reused).
 func TestUringConcurrentRegisterWakePoll(t *testing.T) {
 	defer watchdog(t, 120*time.Second)()
 	r := newTestUring(t, IOUringConfig{Entries: 4})
 	const workers, rounds = 8, 200
 	var mu sync.Mutex
-	deregistered := map[uint64]bool{}
+	var clock atomic.Uint64
+	deregisteredAt := map[uint64]uint64{} // token -> clock reading after Deregister returned
 	stop := make(chan struct{})
 	pollDone := make(chan error, 1)
 	go func() {
@@ -253,6 +265,7 @@ func TestUringConcurrentRegisterWakePoll(t *testing.T) {
 				return
 			default:
 			}
+			start := clock.Add(1)
 			n, err := r.Poll(evs, 10*time.Millisecond)
 			if err != nil {
 				pollDone <- err
@@ -265,10 +278,10 @@ func TestUringConcurrentRegisterWakePoll(t *testing.T) {
 					pollDone <- errors.New("unexpected non-readiness event")
 					return
 				}
-				if deregistered[ev.Token] {
-					mu.Unlock()
-					t.Errorf("event %+v for a token deregistered before the Poll that reaped it began... or during it", ev)
-					mu.Lock()
+				// A Deregister that returned before this Poll began must hide
+				// every later event of its token.
+				if at, ok := deregisteredAt[ev.Token]; ok && at < start {
+					t.Errorf("event %+v for a token deregistered before the Poll began", ev)
 				}
 			}
 			mu.Unlock()
@@ -295,7 +308,10 @@ func TestUringConcurrentRegisterWakePoll(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				_ = deregistered // see below
+				at := clock.Add(1)
+				mu.Lock()
+				deregisteredAt[tok] = at
+				mu.Unlock()
 				unix.Close(a)
 				unix.Close(b)
 			}
