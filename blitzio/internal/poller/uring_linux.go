@@ -65,6 +65,12 @@ func NewIOUring(entries uint32) (Poller, error) {
 // environment variable BLITZIO_IOURING=off refuses io_uring the same way, to force the
 // epoll fallback.
 //
+// Two differences from epoll matter to a driver. Registrations and operations are
+// queued and reach the kernel at the next Poll or Flush: a Poll already blocked in the
+// kernel does not pick up what other goroutines queue meanwhile, so they call Flush (or
+// Wake). And the kernel holds a reference to a registered fd's file until Deregister is
+// submitted: Deregister before closing an fd, or the socket stays open (see Register).
+//
 // Setup flags: SUBMIT_ALL (keep submitting a batch past a bad entry) and CQSIZE when the
 // kernel has them. Deliberately not SINGLE_ISSUER or DEFER_TASKRUN: they require every
 // submission to come from one OS thread, and Go moves goroutines between threads, so the
