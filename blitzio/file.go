@@ -4,6 +4,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync/atomic"
 )
 
 // File is an open file for tasks: the async counterpart of *os.File (Tokio's
@@ -159,18 +160,32 @@ func (f *File) Close() Future[Result[struct{}]] {
 // with a buffer it owns, and a read copies into the caller's slice only when it is
 // polled to completion.
 type positioned struct {
-	h    JoinHandle[Result[int]]
-	buf  []byte
-	p    []byte
-	call func(buf []byte) (int, error)
-	read bool
-	done bool
-	res  Result[int]
+	// file, off and noWait are set for a ReadAt, which tries readNoWait first.
+	file   *os.File
+	off    int64
+	noWait *atomic.Bool
+	h      JoinHandle[Result[int]]
+	buf    []byte
+	p      []byte
+	call   func(buf []byte) (int, error)
+	read   bool
+	done   bool
+	res    Result[int]
 }
 
 func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 	if f.done {
 		return f.res, true
+	}
+	if f.call != nil && f.read {
+		// In the page cache: read it here, straight into p (see readNoWait). A short
+		// read (end of file, or only part of the range cached) takes the blocking path,
+		// which gives ReadAt's exact semantics.
+		if n, ok, _ := readNoWait(f.file, f.noWait, f.p, f.off); ok && n == len(f.p) && f.off >= 0 {
+			f.call, f.done, f.res = nil, true, Result[int]{Value: n}
+			return f.res, true
+		}
+		f.buf = make([]byte, len(f.p))
 	}
 	if f.call != nil {
 		buf, call := f.buf, f.call
@@ -203,7 +218,7 @@ func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 // completes; a dropped ReadAt never writes into p.
 func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
 	file := f.b.f
-	return &positioned{p: p, buf: make([]byte, len(p)), read: true,
+	return &positioned{p: p, read: true, file: file, off: off, noWait: &f.b.noWait,
 		call: func(buf []byte) (int, error) { return file.ReadAt(buf, off) }}
 }
 

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 )
 
 // maxBlockingChunk bounds one read or write handed to the blocking pool: the bytes are
@@ -32,6 +33,8 @@ type blockingIO struct {
 	rerr error
 	// werr is the error of a finished write, reported by the next operation.
 	werr error
+	// noWait is set once a non-blocking read (readNoWait) is found unsupported here.
+	noWait atomic.Bool
 }
 
 type blockingOp struct {
@@ -123,6 +126,13 @@ func (b *blockingIO) PollRead(cx *Context, p []byte) (Result[int], bool) {
 		}
 		if err := b.takeErr(); err != nil {
 			return Result[int]{Err: err}, true
+		}
+		if n, ok, _ := readNoWait(b.f, &b.noWait, p, -1); ok {
+			// Straight into p: the bytes were in memory (page cache, pipe buffer).
+			if n == 0 {
+				return Result[int]{Err: io.EOF}, true
+			}
+			return Result[int]{Value: n}, true
 		}
 		b.start(cx, &blockingOp{buf: make([]byte, min(len(p), maxBlockingChunk))})
 	}

@@ -1,0 +1,47 @@
+//go:build linux
+
+package blitzio
+
+import (
+	"os"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// readNoWait reads into p at off (off < 0: at the file offset, moving it) only if that
+// cannot block: preadv2 with RWF_NOWAIT (Linux 4.14+) fails with EAGAIN instead of
+// waiting for the disk or for a pipe writer. Data already in the page cache, the common
+// case for hot files, is then read by the worker itself, with no hop to the blocking
+// pool and no copy; everything else falls back to the pool. It reports whether it
+// produced an outcome: (n, true, nil), with n == 0 meaning end of file.
+//
+// The worker doing this system call is the exception to "only the I/O driver blocks in
+// a system call" that RWF_NOWAIT makes safe: the call returns at once either way.
+func readNoWait(f *os.File, noWait *atomic.Bool, p []byte, off int64) (int, bool, error) {
+	if noWait.Load() || len(p) == 0 {
+		return 0, false, nil
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, false, nil
+	}
+	var n int
+	var rerr error
+	if cerr := rc.Control(func(fd uintptr) {
+		n, rerr = unix.Preadv2(int(fd), [][]byte{p}, off, unix.RWF_NOWAIT)
+	}); cerr != nil {
+		return 0, false, nil
+	}
+	switch rerr {
+	case nil:
+		return n, true, nil
+	case unix.EAGAIN:
+		return 0, false, nil
+	case unix.EOPNOTSUPP, unix.EINVAL, unix.ENOSYS, unix.ESPIPE:
+		// This file (or kernel) does not do non-blocking reads: stop trying.
+		noWait.Store(true)
+		return 0, false, nil
+	}
+	return 0, false, nil // let the blocking path report the error in os's form
+}

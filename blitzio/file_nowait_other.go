@@ -1,0 +1,12 @@
+//go:build !linux
+
+package blitzio
+
+import (
+	"os"
+	"sync/atomic"
+)
+
+// readNoWait has no non-blocking file read outside Linux: every read goes to the
+// blocking pool.
+func readNoWait(*os.File, *atomic.Bool, []byte, int64) (int, bool, error) { return 0, false, nil }
