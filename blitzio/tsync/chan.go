@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/blitzgo/blitz/blitzio"
 )
@@ -94,16 +95,18 @@ type waitSet struct {
 	l  waitList
 }
 
-// register queues w with waker wk, or refreshes the waker of an already queued w. A w
-// that was notified and not consumed since its last registration is queued again at the
-// back (its notification was for something another taker got first).
-func (s *waitSet) register(w *waiter, wk blitzio.Waker) {
+// register queues n with waker wk, or refreshes the waker of an already queued n. A
+// node that was notified since its last registration is queued again at the back (what
+// it was woken for was taken by someone else first).
+func (s *waitSet) register(n *waitNode, wk blitzio.Waker) {
+	w := &n.w
 	s.mu.Lock()
 	if w.queued {
 		if !w.waker.WillWake(wk) {
 			w.waker = wk
 		}
 	} else {
+		n.popped.Store(false)
 		w.notified = false
 		w.waker = wk
 		s.l.pushBack(w)
@@ -112,10 +115,17 @@ func (s *waitSet) register(w *waiter, wk blitzio.Waker) {
 	s.mu.Unlock()
 }
 
-// deregister takes w out of the set and reports whether it had been notified (unlinked
+// deregister takes n out of the set and reports whether it had been notified (unlinked
 // by a notifier) since it registered: a waiter that leaves without using what it was
 // woken for must pass the notification on (see passOn).
-func (s *waitSet) deregister(w *waiter) (notified bool) {
+func (s *waitSet) deregister(n *waitNode) (notified bool) {
+	if n.popped.Load() {
+		// A notifier unlinked n and its last write to n was this flag (under mu, which
+		// orders it after everything else it did to n): nothing to undo, no lock needed.
+		// This is the common case of a receiver woken for a value.
+		return true
+	}
+	w := &n.w
 	s.mu.Lock()
 	if w.queued {
 		s.l.remove(w)
@@ -129,6 +139,25 @@ func (s *waitSet) deregister(w *waiter) (notified bool) {
 	return notified
 }
 
+// nodeOf returns the waitNode a queued waiter belongs to: every waiter in a waitSet is
+// the first field of a waitNode (register takes only waitNodes), so the two addresses
+// are the same.
+func nodeOf(w *waiter) *waitNode { return (*waitNode)(unsafe.Pointer(w)) }
+
+// pop unlinks the oldest waiter and returns its waker; the caller holds mu.
+func (s *waitSet) pop() (blitzio.Waker, bool) {
+	w := s.l.popFront()
+	if w == nil {
+		return blitzio.Waker{}, false
+	}
+	s.n.Add(-1)
+	w.notified = true
+	wk := w.waker
+	w.waker = blitzio.Waker{}
+	nodeOf(w).popped.Store(true) // last write to the node: see deregister
+	return wk, true
+}
+
 // notifyOne wakes the oldest waiter, if any. cx is the caller's poll Context or nil: a
 // task handing a value to another wakes it into its worker's LIFO slot.
 func (s *waitSet) notifyOne(cx *blitzio.Context) {
@@ -136,14 +165,7 @@ func (s *waitSet) notifyOne(cx *blitzio.Context) {
 		return
 	}
 	s.mu.Lock()
-	w := s.l.popFront()
-	var wk blitzio.Waker
-	if w != nil {
-		s.n.Add(-1)
-		w.notified = true
-		wk = w.waker
-		w.waker = blitzio.Waker{}
-	}
+	wk, _ := s.pop()
 	s.mu.Unlock()
 	if cx != nil {
 		wk.WakeFrom(cx)
@@ -159,12 +181,13 @@ func (s *waitSet) notifyAll(cx *blitzio.Context) {
 	}
 	var wl wakeList
 	s.mu.Lock()
-	for w := s.l.popFront(); w != nil; w = s.l.popFront() {
-		w.notified = true
-		wl.add(w.waker)
-		w.waker = blitzio.Waker{}
+	for {
+		wk, ok := s.pop()
+		if !ok {
+			break
+		}
+		wl.add(wk)
 	}
-	s.n.Store(0)
 	s.mu.Unlock()
 	wl.wake(cx)
 }
@@ -191,8 +214,11 @@ type Source[T any] interface {
 // waitNode is the state every waiting future keeps: the waiter node (so waiting
 // allocates nothing) and whether it is registered.
 type waitNode struct {
-	w          waiter
-	registered bool
+	w waiter // first field: see nodeOf
+	// popped is set by the notifier that unlinked the node, so the owner can tell
+	// without the lock that it is no longer queued.
+	popped     atomic.Bool
+	registered bool // owned by the future
 }
 
 // leave deregisters the node from s and passes on a notification it did not use.
@@ -201,7 +227,7 @@ func (n *waitNode) leave(s *waitSet, cx *blitzio.Context) {
 		return
 	}
 	n.registered = false
-	if s.deregister(&n.w) {
+	if s.deregister(n) {
 		s.passOn(cx)
 	}
 }
@@ -213,10 +239,10 @@ func (n *waitNode) quiet(s *waitSet) {
 		return
 	}
 	n.registered = false
-	s.deregister(&n.w)
+	s.deregister(n)
 }
 
 func (n *waitNode) register(s *waitSet, cx *blitzio.Context) {
 	n.registered = true
-	s.register(&n.w, cx.Waker())
+	s.register(n, cx.Waker())
 }

@@ -211,6 +211,19 @@ func (f *SendFuture[T]) Poll(cx *blitzio.Context) (error, bool) {
 	}
 }
 
+// Reset makes f send v, so a task sending in a loop reuses one future and allocates
+// nothing per message. f must be finished (ready or dropped) or new; Reset panics if f
+// is waiting, since that would lose the value it holds.
+func (f *SendFuture[T]) Reset(v T) {
+	if f.s == nil {
+		panic("tsync: SendFuture.Reset on the zero SendFuture (use Sender.SendAsync)")
+	}
+	if !f.done || f.node.registered {
+		panic("tsync: SendFuture.Reset while the future is still sending")
+	}
+	f.v, f.done, f.err = v, false, nil
+}
+
 func (f *SendFuture[T]) finish(err error) (error, bool) {
 	f.done, f.err = true, err
 	var zero T

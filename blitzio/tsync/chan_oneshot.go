@@ -26,8 +26,14 @@ type oneshot[T any] struct {
 // NewOneshot returns the two ends of a channel that carries one value: Tokio's
 // oneshot, the reply half of a request. The receiver is itself a future.
 func NewOneshot[T any]() (*OneshotSender[T], *OneshotReceiver[T]) {
-	c := &oneshot[T]{}
-	return &OneshotSender[T]{c: c}, &OneshotReceiver[T]{c: c}
+	// One allocation for the state and both handles: a request/reply pays it per request.
+	p := &struct {
+		c oneshot[T]
+		s OneshotSender[T]
+		r OneshotReceiver[T]
+	}{}
+	p.s.c, p.r.c = &p.c, &p.c
+	return &p.s, &p.r
 }
 
 // OneshotSender sends the one value. Send (or Close) may be called once; later calls
