@@ -1,6 +1,7 @@
 package tsync
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,7 +17,7 @@ import (
 
 const benchChanCap = 1024
 
-var benchWorkers = 1
+var benchWorkers = 2
 
 func benchRuntime(b *testing.B) *blitzio.Runtime {
 	rt, err := blitzio.New(blitzio.Config{Workers: benchWorkers})
@@ -231,40 +232,263 @@ func (c *benchClient) sendFut(r benchReq) *SendFuture[benchReq] {
 // sender over a bounded channel to a server task, and awaits the reply; beside a
 // goroutine doing the same with a reply channel per request.
 func BenchmarkOneshotRoundTrip(b *testing.B) {
-	b.Run("tsync", func(b *testing.B) {
-		rt := benchRuntime(b)
-		tx, rx := NewChannel[benchReq](benchChanCap)
-		b.ReportAllocs()
-		srv := blitzio.Spawn(rt, &benchServer{f: rx.RecvAsync()})
-		cl := &benchClient{b: b, tx: tx}
-		if _, err := blitzio.Spawn(rt, cl).Wait(); err != nil || cl.bad {
-			b.Fatalf("client: %v, bad reply: %v", err, cl.bad)
+	b.Run("tsync", benchOneshotRoundTripOurs)
+	b.Run("goroutines+chan", benchOneshotRoundTripBase)
+}
+
+func benchOneshotRoundTripOurs(b *testing.B) {
+	rt := benchRuntime(b)
+	tx, rx := NewChannel[benchReq](benchChanCap)
+	b.ReportAllocs()
+	srv := blitzio.Spawn(rt, &benchServer{f: rx.RecvAsync()})
+	cl := &benchClient{b: b, tx: tx}
+	if _, err := blitzio.Spawn(rt, cl).Wait(); err != nil || cl.bad {
+		b.Fatalf("client: %v, bad reply: %v", err, cl.bad)
+	}
+	if _, err := srv.Wait(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func benchOneshotRoundTripBase(b *testing.B) {
+	type req struct {
+		v     int
+		reply chan int
+	}
+	reqs := make(chan req, benchChanCap)
+	go func() {
+		for r := range reqs {
+			r.reply <- r.v + 1
 		}
-		if _, err := srv.Wait(); err != nil {
-			b.Fatal(err)
+	}()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		reply := make(chan int, 1)
+		reqs <- req{i, reply}
+		if <-reply != i+1 {
+			b.Fatal("bad reply")
 		}
-	})
-	b.Run("goroutines+chan", func(b *testing.B) {
-		type req struct {
-			v     int
-			reply chan int
+	}
+	close(reqs)
+}
+
+const (
+	benchBroadcastReceivers = 4
+	benchBroadcastBatch     = 256 // the sender waits for every receiver every batch
+)
+
+// benchBcastReceiver reads every value (any lag fails the benchmark) and acks each batch.
+type benchBcastReceiver struct {
+	f    *SourceFuture[int]
+	ack  *UnboundedSender[int]
+	next int
+	bad  bool
+}
+
+func (r *benchBcastReceiver) Poll(cx *blitzio.Context) (int, bool) {
+	for {
+		res, ok := r.f.Poll(cx)
+		if !ok {
+			return 0, false
 		}
-		reqs := make(chan req, benchChanCap)
+		if res.Err != nil {
+			r.bad = res.Err != ErrClosed
+			return r.next, true
+		}
+		if res.Value != r.next {
+			r.bad = true
+		}
+		r.next++
+		if r.next%benchBroadcastBatch == 0 {
+			_ = r.ack.SendFrom(cx, r.next)
+		}
+	}
+}
+
+// benchBcastSender sends one value per b.Loop iteration and waits for the acks of every
+// receiver at the end of each batch, so no receiver can lag.
+type benchBcastSender struct {
+	b     *testing.B
+	tx    *BroadcastSender[int]
+	acks  *SourceFuture[int]
+	i     int
+	owing int
+}
+
+func (s *benchBcastSender) Poll(cx *blitzio.Context) (struct{}, bool) {
+	for {
+		for s.owing > 0 {
+			if _, ok := s.acks.Poll(cx); !ok {
+				return struct{}{}, false
+			}
+			s.owing--
+		}
+		if !s.b.Loop() {
+			s.tx.Close()
+			return struct{}{}, true
+		}
+		_ = s.tx.SendFrom(cx, s.i)
+		s.i++
+		if s.i%benchBroadcastBatch == 0 {
+			s.owing = benchBroadcastReceivers
+		}
+	}
+}
+
+// BenchmarkBroadcast: one sender task, four receiver tasks, one op per value sent (and
+// received by all four); beside a goroutine sending each value to four Go channels read
+// by four goroutines.
+func BenchmarkBroadcast(b *testing.B) {
+	b.Run("tsync", benchBroadcastOurs)
+	b.Run("go-chan-fanout", benchBroadcastBase)
+}
+
+func benchBroadcastOurs(b *testing.B) {
+	rt := benchRuntime(b)
+	tx, rx := NewBroadcast[int](benchChanCap)
+	ackTx, ackRx := NewUnbounded[int]()
+	b.ReportAllocs()
+	var rs []*benchBcastReceiver
+	var hs []blitzio.JoinHandle[int]
+	for i := 0; i < benchBroadcastReceivers; i++ {
+		r := &benchBcastReceiver{f: tx.Subscribe().RecvAsync(), ack: ackTx}
+		rs = append(rs, r)
+		hs = append(hs, blitzio.Spawn(rt, r))
+	}
+	rx.Close()
+	s := &benchBcastSender{b: b, tx: tx, acks: ackRx.RecvAsync()}
+	if _, err := blitzio.Spawn(rt, s).Wait(); err != nil {
+		b.Fatal(err)
+	}
+	for i, h := range hs {
+		if n, err := h.Wait(); err != nil || rs[i].bad || n != s.i {
+			b.Fatalf("receiver %d: %d of %d values, lagged or out of order: %v, %v", i, n, s.i, rs[i].bad, err)
+		}
+	}
+}
+
+func benchBroadcastBase(b *testing.B) {
+	var chans []chan int
+	var wg sync.WaitGroup
+	for i := 0; i < benchBroadcastReceivers; i++ {
+		c := make(chan int, benchChanCap)
+		chans = append(chans, c)
+		wg.Add(1)
 		go func() {
-			for r := range reqs {
-				r.reply <- r.v + 1
+			defer wg.Done()
+			for range c {
 			}
 		}()
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			i++
-			reply := make(chan int, 1)
-			reqs <- req{i, reply}
-			if <-reply != i+1 {
-				b.Fatal("bad reply")
-			}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		for _, c := range chans {
+			c <- i
 		}
-		close(reqs)
-	})
+		i++
+	}
+	for _, c := range chans {
+		close(c)
+	}
+	wg.Wait()
+}
+
+// benchWatchSender sends one value per b.Loop iteration.
+type benchWatchSender struct {
+	b  *testing.B
+	tx *WatchSender[int]
+	i  int
+}
+
+func (s *benchWatchSender) Poll(cx *blitzio.Context) (struct{}, bool) {
+	for s.b.Loop() {
+		s.i++
+		_ = s.tx.Send(s.i)
+		if s.i%64 == 0 {
+			cx.Yield() // let the watcher run, as a sender doing other work would
+			return struct{}{}, false
+		}
+	}
+	s.tx.Close()
+	return struct{}{}, true
+}
+
+// benchWatcher waits for changes and reads the latest value in place.
+type benchWatcher struct {
+	r    *WatchReceiver[int]
+	f    *ChangedFuture[int]
+	last int
+}
+
+func (w *benchWatcher) Poll(cx *blitzio.Context) (int, bool) {
+	for {
+		err, ok := w.f.Poll(cx)
+		if !ok {
+			return 0, false
+		}
+		if err != nil {
+			return w.last, true
+		}
+		w.r.Borrow(func(v *int) { w.last = *v })
+	}
+}
+
+// BenchmarkWatch: a sender task updates a watch channel once per op while a receiver
+// task waits for changes and reads the latest value; beside a mutex-guarded value with a
+// coalescing notification channel (capacity 1) between two goroutines, Go's usual form.
+func BenchmarkWatch(b *testing.B) {
+	b.Run("tsync", benchWatchOurs)
+	b.Run("mutex+notify-chan", benchWatchBase)
+}
+
+func benchWatchOurs(b *testing.B) {
+	rt := benchRuntime(b)
+	tx, rx := NewWatch(0)
+	b.ReportAllocs()
+	hw := blitzio.Spawn(rt, &benchWatcher{r: rx, f: rx.ChangedAsync()})
+	s := &benchWatchSender{b: b, tx: tx}
+	if _, err := blitzio.Spawn(rt, s).Wait(); err != nil {
+		b.Fatal(err)
+	}
+	if last, err := hw.Wait(); err != nil || last != s.i {
+		b.Fatalf("watcher ended at %d, want the latest %d (%v)", last, s.i, err)
+	}
+}
+
+func benchWatchBase(b *testing.B) {
+	var mu sync.Mutex
+	val := 0
+	notify := make(chan struct{}, 1)
+	done := make(chan int)
+	go func() {
+		last := 0
+		for range notify {
+			mu.Lock()
+			last = val
+			mu.Unlock()
+		}
+		done <- last
+	}()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		mu.Lock()
+		val = i
+		mu.Unlock()
+		select {
+		case notify <- struct{}{}:
+		default:
+		}
+		if i%64 == 0 {
+			runtime.Gosched()
+		}
+	}
+	close(notify)
+	if last := <-done; last != i {
+		b.Fatalf("watcher ended at %d, want %d", last, i)
+	}
 }
