@@ -101,7 +101,11 @@ func (s *Sender[T]) Close() {
 	}
 	if c.senders.Add(-1) == 0 {
 		c.closeChan()
+		return
 	}
+	// A send future through this handle may be waiting for room: wake the waiting
+	// senders so that it sees its handle closed (the others wait again).
+	c.sendQ.notifyAll(nil)
 }
 
 // IsClosed reports whether sends can no longer succeed: this handle was closed, or the
@@ -187,6 +191,8 @@ func (f *SendFuture[T]) Poll(cx *blitzio.Context) (error, bool) {
 		panic("tsync: the zero SendFuture polled (use Sender.SendAsync)")
 	}
 	if f.s.closed.Load() {
+		// Leave the queue, passing on a free slot this future was woken for.
+		f.node.leave(&f.s.c.sendQ, cx)
 		return f.finish(sendErr(f.v, ErrClosed))
 	}
 	// Budget first: once the value is in the channel the send must report ready.
@@ -280,13 +286,17 @@ func (r *Receiver[T]) Close() {
 	if r.closed.Swap(true) {
 		return
 	}
-	if c.receivers.Add(-1) == 0 {
-		c.closeChan()
-		// Nobody can receive any more: release the buffered values to the collector.
-		for {
-			if _, res := c.r.pop(); res != popOK {
-				break
-			}
+	if c.receivers.Add(-1) != 0 {
+		// A receive future through this handle may be waiting: wake the waiting
+		// receivers so that it sees its handle closed (the others wait again).
+		c.recvQ.notifyAll(nil)
+		return
+	}
+	c.closeChan()
+	// Nobody can receive any more: release the buffered values to the collector.
+	for {
+		if _, res := c.r.pop(); res != popOK {
+			break
 		}
 	}
 }
@@ -401,7 +411,8 @@ func (f *RecvFuture[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
 	}
 	r := f.r
 	if r.closed.Load() {
-		f.node.quiet(&r.c.recvQ)
+		// Leave the queue, passing on a value this future was woken for.
+		f.node.leave(&r.c.recvQ, cx)
 		return blitzio.Result[T]{Err: ErrClosed}, true
 	}
 	// Budget first, so that a value taken is always returned, never held back.

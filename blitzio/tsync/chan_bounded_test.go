@@ -685,3 +685,79 @@ func TestChannelManyGoroutinesAndTasks(t *testing.T) {
 		t.Fatalf("%d values summing to %d; want %d summing to %d", cnt.Load(), sum.Load(), n, n*(n-1)/2)
 	}
 }
+
+// Closing one handle while a future waits through it (other handles still open) ends
+// that future with ErrClosed instead of leaving it asleep.
+func TestChannelCloseHandleWakesItsWaiters(t *testing.T) {
+	tx, rx := NewChannel[int](1)
+	rx2 := rx.Clone()
+	var w wakeCount
+	f := rx2.RecvAsync()
+	if _, ok := f.Poll(w.cx()); ok {
+		t.Fatal("ready on empty")
+	}
+	rx2.Close()
+	if w.n.Load() == 0 {
+		t.Fatal("closing the handle did not wake its waiting receive")
+	}
+	if r, ok := f.Poll(w.cx()); !ok || !errors.Is(r.Err, ErrClosed) {
+		t.Fatalf("receive through the closed handle = %v, %v", r, ok)
+	}
+
+	_ = tx.TrySend(1)
+	tx2 := tx.Clone()
+	s := tx2.SendAsync(2)
+	var ws wakeCount
+	if _, ok := s.Poll(ws.cx()); ok {
+		t.Fatal("send ready on full")
+	}
+	tx2.Close()
+	if ws.n.Load() == 0 {
+		t.Fatal("closing the handle did not wake its waiting send")
+	}
+	err, ok := s.Poll(ws.cx())
+	var se *SendError[int]
+	if !ok || !errors.As(err, &se) || se.Value != 2 {
+		t.Fatalf("send through the closed handle = %v, %v", err, ok)
+	}
+	// The channel itself is still open through tx and rx.
+	if v, err := rx.TryRecv(); v != 1 || err != nil {
+		t.Fatal(v, err)
+	}
+
+	btx, brx := NewBroadcast[int](2)
+	b2 := brx.Clone()
+	bf := b2.RecvAsync()
+	var wb wakeCount
+	bf.Poll(wb.cx())
+	b2.Close()
+	if r, ok := bf.Poll(wb.cx()); wb.n.Load() == 0 || !ok || !errors.Is(r.Err, ErrClosed) {
+		t.Fatalf("broadcast receive through a closed handle: woken %d, %v %v", wb.n.Load(), r, ok)
+	}
+	_ = btx
+}
+
+// A receive woken for a value, then finding its own handle closed, passes the wake on:
+// the value reaches the next waiting receiver of another handle.
+func TestChannelClosedHandlePassesOnItsWake(t *testing.T) {
+	tx, rx := NewChannel[int](1)
+	rx2 := rx.Clone()
+	var wa, wb wakeCount
+	a, b := rx2.RecvAsync(), rx.RecvAsync()
+	a.Poll(wa.cx())
+	b.Poll(wb.cx())
+	_ = tx.TrySend(3) // wakes a (first in line)
+	if wa.n.Load() != 1 || wb.n.Load() != 0 {
+		t.Fatalf("woken a %d, b %d", wa.n.Load(), wb.n.Load())
+	}
+	rx2.closed.Store(true) // the handle closes between the wake and a's poll
+	if r, ok := a.Poll(wa.cx()); !ok || !errors.Is(r.Err, ErrClosed) {
+		t.Fatal(r, ok)
+	}
+	if wb.n.Load() != 1 {
+		t.Fatal("the wake for the value was not passed on to b")
+	}
+	if r, ok := b.Poll(wb.cx()); !ok || r.Value != 3 {
+		t.Fatal(r, ok)
+	}
+}

@@ -171,6 +171,7 @@ func (r *BroadcastReceiver[T]) Close() {
 	}
 	r.closed = true
 	c.receivers.Add(-1)
+	c.recvQ.notifyAll(nil) // a receive waiting through this handle returns ErrClosed
 }
 
 func (r *BroadcastReceiver[T]) tryRecvSrc() (T, error, bool) {

@@ -86,7 +86,9 @@ func (f *RecvAnyFuture[T]) Poll(cx *blitzio.Context) (Received[T], bool) {
 			if f.start == n {
 				f.start = 0
 			}
-			f.nodes[i].quiet(s.recvWaiters())
+			if err == nil {
+				f.nodes[i].quiet(s.recvWaiters()) // the wake from i, if any, was used
+			}
 			f.leaveAll(cx)
 			if err == nil {
 				s.afterRecv(cx)

@@ -286,7 +286,11 @@ func (f *SourceFuture[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
 	q := f.src.recvWaiters()
 	for registered := false; ; registered = true {
 		if v, err, ok := f.src.tryRecvSrc(); ok {
-			f.node.quiet(q)
+			if err != nil {
+				f.node.leave(q, cx) // a closed handle or a lag: pass on a wake not used
+			} else {
+				f.node.quiet(q)
+			}
 			if err == nil {
 				f.src.afterRecv(cx)
 			}
