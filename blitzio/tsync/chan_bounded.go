@@ -158,14 +158,14 @@ func (s *Sender[T]) Send(v T) error {
 			return sendErr(v, ErrClosed)
 		}
 	}
-	return blockOn[error](&SendFuture[T]{s: s, v: v})
+	return waitFor[error]("Sender.Send", &SendFuture[T]{s: s, v: v})
 }
 
 // SendContext is Send that gives up when ctx is done: it returns ctx.Err() and v has
 // not been sent.
 func (s *Sender[T]) SendContext(ctx context.Context, v T) error {
 	s.chanFor("Sender.SendContext")
-	err, cerr := blockOnCtx[error](ctx, &SendFuture[T]{s: s, v: v})
+	err, cerr := waitForCtx[error]("Sender.SendContext", ctx, &SendFuture[T]{s: s, v: v})
 	if cerr != nil {
 		return cerr
 	}
@@ -346,7 +346,7 @@ func (r *Receiver[T]) Recv() (T, error) {
 			return v, nil
 		}
 	}
-	res := blockOn[blitzio.Result[T]](&RecvFuture[T]{r: r})
+	res := waitFor[blitzio.Result[T]]("Receiver.Recv", &RecvFuture[T]{r: r})
 	return res.Value, res.Err
 }
 
@@ -354,7 +354,7 @@ func (r *Receiver[T]) Recv() (T, error) {
 // taken then.
 func (r *Receiver[T]) RecvContext(ctx context.Context) (T, error) {
 	r.chanFor("Receiver.RecvContext")
-	res, err := blockOnCtx[blitzio.Result[T]](ctx, &RecvFuture[T]{r: r})
+	res, err := waitForCtx[blitzio.Result[T]]("Receiver.RecvContext", ctx, &RecvFuture[T]{r: r})
 	if err != nil {
 		var zero T
 		return zero, err

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -759,5 +760,58 @@ func TestChannelClosedHandlePassesOnItsWake(t *testing.T) {
 	}
 	if r, ok := b.Poll(wb.cx()); !ok || r.Value != 3 {
 		t.Fatal(r, ok)
+	}
+}
+
+// A blocking form called from a task's code (a PollFn on a worker, or an Async function)
+// would park a worker: it panics with a clear message instead, which the task's handle
+// reports. A ready channel does not need to block, so it is allowed.
+func TestChannelBlockingFormsRefuseWorkers(t *testing.T) {
+	defer chanWatchdog(t, 20*time.Second)()
+	rt := chanRT(t, 1)
+	tx, rx := NewChannel[int](1)
+	wtx, wrx := NewWatch(0)
+	otx, orx := NewOneshot[int]()
+	defer otx.Close()
+	calls := map[string]func(){
+		"Receiver.Recv":         func() { _, _ = rx.Recv() },
+		"Receiver.RecvContext":  func() { _, _ = rx.RecvContext(context.Background()) },
+		"WatchReceiver.Changed": func() { _ = wrx.Changed() },
+		"OneshotReceiver.Recv":  func() { _, _ = orx.Recv() },
+		"RecvAnyContext":        func() { _, _ = RecvAnyContext[int](context.Background(), rx) },
+		"Sender.Send": func() {
+			_ = tx.TrySend(0) // full: the next Send would block
+			_ = tx.Send(1)
+		},
+	}
+	for op, call := range calls {
+		for _, kind := range []string{"PollFn", "Async"} {
+			var f blitzio.Future[struct{}]
+			if kind == "PollFn" {
+				f = blitzio.PollFn(func(*blitzio.Context) (struct{}, bool) { call(); return struct{}{}, true })
+			} else {
+				f = blitzio.Async(func(*blitzio.Co) struct{} { call(); return struct{}{} })
+			}
+			_, err := blitzio.Spawn(rt, f).Wait()
+			if err == nil || !strings.Contains(err.Error(), "cannot block from within a runtime: "+op) {
+				t.Fatalf("%s in a %s task: error %v, want the cannot-block panic naming it", op, kind, err)
+			}
+			for {
+				if _, err := rx.TryRecv(); err != nil {
+					break
+				}
+			}
+		}
+	}
+	// Ready at once: no block, no panic.
+	_ = tx.TrySend(5)
+	_ = wtx.Send(1)
+	v, err := blitzio.Spawn(rt, blitzio.PollFn(func(*blitzio.Context) (int, bool) {
+		v, _ := rx.Recv()
+		_ = wrx.Changed()
+		return v, true
+	})).Wait()
+	if err != nil || v != 5 {
+		t.Fatalf("ready Recv in a task: %d, %v", v, err)
 	}
 }

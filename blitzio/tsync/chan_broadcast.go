@@ -231,14 +231,14 @@ func (r *BroadcastReceiver[T]) Recv() (T, error) {
 	if v, err, ok := r.tryRecvSrc(); ok {
 		return v, err
 	}
-	res := blockOn[blitzio.Result[T]](&SourceFuture[T]{src: r})
+	res := waitFor[blitzio.Result[T]]("BroadcastReceiver.Recv", &SourceFuture[T]{src: r})
 	return res.Value, res.Err
 }
 
 // RecvContext is Recv that gives up when ctx is done, returning ctx.Err().
 func (r *BroadcastReceiver[T]) RecvContext(ctx context.Context) (T, error) {
 	r.chanFor("BroadcastReceiver.RecvContext")
-	res, err := blockOnCtx[blitzio.Result[T]](ctx, &SourceFuture[T]{src: r})
+	res, err := waitForCtx[blitzio.Result[T]]("BroadcastReceiver.RecvContext", ctx, &SourceFuture[T]{src: r})
 	if err != nil {
 		var zero T
 		return zero, err

@@ -192,7 +192,7 @@ func (r *OneshotReceiver[T]) TryRecv() (T, error) {
 // receiver itself there.
 func (r *OneshotReceiver[T]) Recv() (T, error) {
 	r.chanFor("OneshotReceiver.Recv")
-	res := blockOn[blitzio.Result[T]](oneshotRecv[T]{r})
+	res := waitFor[blitzio.Result[T]]("OneshotReceiver.Recv", oneshotRecv[T]{r})
 	return res.Value, res.Err
 }
 
@@ -200,7 +200,7 @@ func (r *OneshotReceiver[T]) Recv() (T, error) {
 // stays open, so the value can still be received later.
 func (r *OneshotReceiver[T]) RecvContext(ctx context.Context) (T, error) {
 	r.chanFor("OneshotReceiver.RecvContext")
-	res, err := blockOnCtx[blitzio.Result[T]](ctx, oneshotRecv[T]{r})
+	res, err := waitForCtx[blitzio.Result[T]]("OneshotReceiver.RecvContext", ctx, oneshotRecv[T]{r})
 	if err != nil {
 		var zero T
 		return zero, err

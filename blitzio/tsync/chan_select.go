@@ -36,7 +36,7 @@ func RecvAny[T any](srcs ...Source[T]) *RecvAnyFuture[T] {
 // RecvAnyContext is RecvAny for a plain goroutine: it blocks until one source is ready
 // and returns its result, or returns ctx.Err() when ctx is done first (nothing taken).
 func RecvAnyContext[T any](ctx context.Context, srcs ...Source[T]) (Received[T], error) {
-	return blockOnCtx[Received[T]](ctx, RecvAny(srcs...))
+	return waitForCtx[Received[T]]("RecvAnyContext", ctx, RecvAny(srcs...))
 }
 
 // RecvAnyFuture is the future of RecvAny: blitzio.Future[Received[T]] and

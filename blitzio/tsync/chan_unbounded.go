@@ -217,14 +217,14 @@ func (r *UnboundedReceiver[T]) Recv() (T, error) {
 	if v, err, ok := r.tryRecvSrc(); ok {
 		return v, err
 	}
-	res := blockOn[blitzio.Result[T]](&SourceFuture[T]{src: r})
+	res := waitFor[blitzio.Result[T]]("UnboundedReceiver.Recv", &SourceFuture[T]{src: r})
 	return res.Value, res.Err
 }
 
 // RecvContext is Recv that gives up when ctx is done, returning ctx.Err().
 func (r *UnboundedReceiver[T]) RecvContext(ctx context.Context) (T, error) {
 	r.chanFor("UnboundedReceiver.RecvContext")
-	res, err := blockOnCtx[blitzio.Result[T]](ctx, &SourceFuture[T]{src: r})
+	res, err := waitForCtx[blitzio.Result[T]]("UnboundedReceiver.RecvContext", ctx, &SourceFuture[T]{src: r})
 	if err != nil {
 		var zero T
 		return zero, err

@@ -227,13 +227,13 @@ func (r *WatchReceiver[T]) ChangedAsync() *ChangedFuture[T] {
 // task: await ChangedAsync there.
 func (r *WatchReceiver[T]) Changed() error {
 	r.chanFor("WatchReceiver.Changed")
-	return blockOn[error](&ChangedFuture[T]{r: r})
+	return waitFor[error]("WatchReceiver.Changed", &ChangedFuture[T]{r: r})
 }
 
 // ChangedContext is Changed that gives up when ctx is done, returning ctx.Err().
 func (r *WatchReceiver[T]) ChangedContext(ctx context.Context) error {
 	r.chanFor("WatchReceiver.ChangedContext")
-	err, cerr := blockOnCtx[error](ctx, &ChangedFuture[T]{r: r})
+	err, cerr := waitForCtx[error]("WatchReceiver.ChangedContext", ctx, &ChangedFuture[T]{r: r})
 	if cerr != nil {
 		return cerr
 	}
