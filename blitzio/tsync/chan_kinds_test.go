@@ -638,3 +638,106 @@ func TestRecvAnyTasksAndContext(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Under concurrency a lagging broadcast receiver accounts for every value: what it
+// received plus what its lag errors say it missed is exactly what was sent, and what it
+// received is in order.
+func TestBroadcastLagAccountingConcurrent(t *testing.T) {
+	defer chanWatchdog(t, 60*time.Second)()
+	rt := chanRT(t, 2)
+	const n = 20000
+	tx, rx := NewBroadcast[int](8)
+	var hs []blitzio.JoinHandle[[2]int]
+	for i := 0; i < 4; i++ {
+		r := rx.Clone()
+		hs = append(hs, blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) [2]int {
+			f := r.RecvAsync()
+			got, missed, last := 0, 0, -1
+			for k := 0; ; k++ {
+				res := blitzio.Await(co, blitzio.Future[blitzio.Result[int]](f))
+				var lag *LagError
+				switch {
+				case errors.As(res.Err, &lag):
+					missed += int(lag.Missed)
+					continue
+				case res.Err != nil:
+					return [2]int{got, missed}
+				}
+				if res.Value <= last {
+					panic("broadcast out of order")
+				}
+				if got+missed != res.Value {
+					panic("a value was neither received nor counted as missed")
+				}
+				last = res.Value
+				got++
+				if k%(i*50+7) == 0 {
+					blitzio.Await(co, blitzio.YieldNow()) // receivers of different speeds
+				}
+			}
+		})))
+	}
+	rx.Close()
+	for i := 0; i < n; i++ {
+		if err := tx.Send(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx.Close()
+	for _, h := range hs {
+		c, err := h.Wait()
+		if err != nil || c[0]+c[1] != n {
+			t.Fatalf("received %d + missed %d != sent %d (%v)", c[0], c[1], n, err)
+		}
+		t.Logf("received %d, missed %d", c[0], c[1])
+	}
+}
+
+// The futures of the unbounded, broadcast and watch channels, dropped while waiting or
+// after being woken, take nothing and leave nothing behind.
+func TestOtherFuturesDropAtAwaitPoints(t *testing.T) {
+	utx, urx := NewUnbounded[int]()
+	var w wakeCount
+	f := urx.RecvAsync()
+	f.Poll(w.cx())
+	_ = utx.Send(1)
+	if w.n.Load() != 1 {
+		t.Fatal("unbounded receive not woken")
+	}
+	f.Drop()
+	f.Drop()
+	if v, err := urx.TryRecv(); v != 1 || err != nil {
+		t.Fatalf("value lost by a dropped unbounded receive: %d, %v", v, err)
+	}
+	mustPanic(t, "polled after Drop", func() { f.Poll(w.cx()) })
+
+	btx, brx := NewBroadcast[int](4)
+	bf := brx.RecvAsync()
+	bf.Poll(w.cx())
+	_ = btx.Send(2)
+	bf.Drop()
+	if v, err := brx.TryRecv(); v != 2 || err != nil {
+		t.Fatalf("value lost by a dropped broadcast receive: %d, %v", v, err)
+	}
+
+	wtx, wrx := NewWatch(0)
+	cf := wrx.ChangedAsync()
+	cf.Poll(w.cx())
+	_ = wtx.Send(3)
+	cf.Drop()
+	if ch, _ := wrx.HasChanged(); !ch {
+		t.Fatal("a dropped Changed consumed the change")
+	}
+
+	// A oneshot receiver dropped after the value was sent discards it; the sender saw
+	// the value accepted (it was sent before the drop).
+	otx, orx := NewOneshot[int]()
+	orx.Poll(w.cx())
+	if err := otx.Send(4); err != nil {
+		t.Fatal(err)
+	}
+	orx.Drop()
+	if _, err := orx.TryRecv(); !errors.Is(err, ErrClosed) {
+		t.Fatal(err)
+	}
+}
