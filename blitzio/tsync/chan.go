@@ -57,6 +57,7 @@ type SendError[T any] struct {
 	Err   error
 }
 
+// Error says why the send failed and that the value was not sent.
 func (e *SendError[T]) Error() string {
 	return fmt.Sprintf("%v (the value was not sent)", e.Err)
 }
@@ -71,6 +72,7 @@ func sendErr[T any](v T, err error) error { return &SendError[T]{Value: v, Err: 
 // from the oldest value still held, as in Tokio. errors.Is(err, ErrLagged) matches it.
 type LagError struct{ Missed uint64 }
 
+// Error says how many values the receiver missed.
 func (e *LagError) Error() string {
 	return fmt.Sprintf("tsync: broadcast receiver lagged and missed %d values", e.Missed)
 }
