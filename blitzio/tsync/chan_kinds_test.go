@@ -741,3 +741,28 @@ func TestOtherFuturesDropAtAwaitPoints(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestWatchAll(t *testing.T) {
+	defer chanWatchdog(t, 10*time.Second)()
+	tx, rx := NewWatch(0)
+	done := make(chan []int)
+	step := make(chan struct{})
+	go func() {
+		var got []int
+		for v := range rx.All() {
+			got = append(got, v)
+			step <- struct{}{}
+		}
+		done <- got
+	}()
+	<-step // the current value
+	for i := 1; i <= 3; i++ {
+		_ = tx.Send(i)
+		<-step // seen before the next send, so every value is observed
+	}
+	tx.Close()
+	got := <-done
+	if len(got) != 4 || got[0] != 0 || got[3] != 3 {
+		t.Fatalf("All yielded %v, want [0 1 2 3]", got)
+	}
+}

@@ -2,6 +2,7 @@ package tsync
 
 import (
 	"context"
+	"iter"
 	"sync"
 	"sync/atomic"
 
@@ -238,6 +239,24 @@ func (r *WatchReceiver[T]) ChangedContext(ctx context.Context) error {
 		return cerr
 	}
 	return err
+}
+
+// All returns an iterator for a plain goroutine over the channel's values: the current
+// value first, then the latest value after each change, until every sender has closed
+// (or the loop breaks). Values sent in quick succession are seen once, as the last of
+// them: a watch keeps only the latest.
+func (r *WatchReceiver[T]) All() iter.Seq[T] {
+	r.chanFor("WatchReceiver.All")
+	return func(yield func(T) bool) {
+		if !yield(r.Get()) {
+			return
+		}
+		for r.Changed() == nil {
+			if !yield(r.Get()) {
+				return
+			}
+		}
+	}
 }
 
 // Clone returns a receiver that has seen what r has seen. It panics if r was closed.
