@@ -179,7 +179,10 @@ type SendFuture[T any] struct {
 	v    T
 	node waitNode
 	done bool
-	err  error
+	// started is set by the first Poll: a started, unfinished future may hold a
+	// registration or be about to retry, so Reset refuses it.
+	started bool
+	err     error
 }
 
 // Poll tries to send and, if the channel is full, waits for room.
@@ -190,6 +193,7 @@ func (f *SendFuture[T]) Poll(cx *blitzio.Context) (error, bool) {
 	if f.s == nil {
 		panic("tsync: the zero SendFuture polled (use Sender.SendAsync)")
 	}
+	f.started = true
 	if f.s.closed.Load() {
 		// Leave the queue, passing on a free slot this future was woken for.
 		f.node.leave(&f.s.c.sendQ, cx)
@@ -224,10 +228,10 @@ func (f *SendFuture[T]) Reset(v T) {
 	if f.s == nil {
 		panic("tsync: SendFuture.Reset on the zero SendFuture (use Sender.SendAsync)")
 	}
-	if !f.done || f.node.registered {
+	if f.started && !f.done {
 		panic("tsync: SendFuture.Reset while the future is still sending")
 	}
-	f.v, f.done, f.err = v, false, nil
+	f.v, f.done, f.started, f.err = v, false, false, nil
 }
 
 func (f *SendFuture[T]) finish(err error) (error, bool) {

@@ -815,3 +815,37 @@ func TestChannelBlockingFormsRefuseWorkers(t *testing.T) {
 		t.Fatalf("ready Recv in a task: %d, %v", v, err)
 	}
 }
+
+func TestSendFutureReset(t *testing.T) {
+	tx, rx := NewChannel[int](1)
+	f := tx.SendAsync(1)
+	f.Reset(2) // new, never polled: allowed
+	cx := blitzio.NewContext(nil, blitzio.Waker{})
+	if err, ok := f.Poll(cx); !ok || err != nil {
+		t.Fatal(err, ok)
+	}
+	f.Reset(3)
+	if _, ok := f.Poll(cx); ok {
+		t.Fatal("ready on a full channel")
+	}
+	mustPanic(t, "still sending", func() { f.Reset(4) })
+	if v, _ := rx.TryRecv(); v != 2 {
+		t.Fatalf("got %d, want 2", v)
+	}
+	if err, ok := f.Poll(cx); !ok || err != nil {
+		t.Fatal(err, ok)
+	}
+	if v, _ := rx.TryRecv(); v != 3 {
+		t.Fatalf("got %d, want 3", v)
+	}
+	f.Reset(5)
+	f.Drop()
+	f.Reset(6) // dropped: allowed
+	if err, ok := f.Poll(cx); !ok || err != nil {
+		t.Fatal(err, ok)
+	}
+	if v, _ := rx.TryRecv(); v != 6 {
+		t.Fatalf("got %d, want 6 (the dropped 5 must not have been sent)", v)
+	}
+	mustPanic(t, "zero SendFuture", func() { (&SendFuture[int]{}).Reset(1) })
+}
