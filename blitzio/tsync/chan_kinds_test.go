@@ -766,3 +766,79 @@ func TestWatchAll(t *testing.T) {
 		t.Fatalf("All yielded %v, want [0 1 2 3]", got)
 	}
 }
+
+// RecvAny futures abandoned at random (each wait races a short sleep) while producers
+// send on two channels: every value is received exactly once.
+func TestRecvAnyRandomDropsLoseNothing(t *testing.T) {
+	defer chanWatchdog(t, 60*time.Second)()
+	rt := chanRT(t, 2)
+	const per = 1500
+	txA, rxA := NewChannel[int](2)
+	txB, rxB := NewUnbounded[int]()
+	go func() {
+		for i := 0; i < per; i++ {
+			_ = txA.Send(i)
+		}
+		txA.Close()
+	}()
+	go func() {
+		for i := per; i < 2*per; i++ {
+			_ = txB.Send(i)
+			if i%16 == 0 {
+				time.Sleep(10 * time.Microsecond)
+			}
+		}
+		txB.Close()
+	}()
+	seen := make([]atomic.Int32, 2*per)
+	var hs []blitzio.JoinHandle[int]
+	for c := 0; c < 3; c++ {
+		a := rxA.Clone()
+		hs = append(hs, blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) int {
+			// rxB has one receiver: consumer 0 takes it, the others only rxA.
+			srcs := []Source[int]{a, nil}
+			if c == 0 {
+				srcs[1] = rxB
+			}
+			live, got := 0, 0
+			for _, s := range srcs {
+				if !srcIsNil(s) {
+					live++
+				}
+			}
+			for k := 0; live > 0; k++ {
+				sel := blitzio.Await(co, blitzio.Select2[Received[int], struct{}](RecvAny(srcs...),
+					blitzio.Sleep(time.Duration(k%5)*time.Microsecond)))
+				if sel.Index != 0 {
+					continue // the receive was dropped
+				}
+				r := sel.V1
+				if r.Err != nil {
+					srcs[r.Index] = nil
+					live--
+					continue
+				}
+				seen[r.Value].Add(1)
+				got++
+			}
+			return got
+		})))
+	}
+	rxA.Close()
+	total := 0
+	for _, h := range hs {
+		n, err := h.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += n
+	}
+	if total != 2*per {
+		t.Fatalf("received %d of %d", total, 2*per)
+	}
+	for v := range seen {
+		if c := seen[v].Load(); c != 1 {
+			t.Fatalf("value %d received %d times", v, c)
+		}
+	}
+}
