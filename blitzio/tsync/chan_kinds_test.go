@@ -842,3 +842,67 @@ func TestRecvAnyRandomDropsLoseNothing(t *testing.T) {
 		}
 	}
 }
+
+// Send, sender Close, receive (blocking and as a task's future) and receiver Close race
+// each other: every outcome is consistent, and a value is received only if its send
+// succeeded, and received at most once.
+func TestOneshotRaces(t *testing.T) {
+	defer chanWatchdog(t, 60*time.Second)()
+	rt := chanRT(t, 2)
+	n := 20000
+	if raceEnabled {
+		n = 4000
+	}
+	for i := 0; i < n; i++ {
+		tx, rx := NewOneshot[int]()
+		var sendErr error
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%5 == 0 {
+				tx.Close()
+				sendErr = ErrClosed
+				return
+			}
+			sendErr = tx.Send(i)
+		}()
+		var v int
+		var err error
+		closedRx := false
+		switch i % 3 {
+		case 0:
+			v, err = rx.Recv()
+		case 1:
+			res, e := blitzio.Spawn(rt, blitzio.Future[blitzio.Result[int]](rx)).Wait()
+			v, err = res.Value, errors.Join(res.Err, e)
+		case 2:
+			if i%7 == 0 {
+				rx.Close()
+				closedRx = true
+				err = ErrClosed
+			} else {
+				v, err = rx.Recv()
+			}
+		}
+		wg.Wait()
+		switch {
+		case err == nil:
+			if sendErr != nil || v != i {
+				t.Fatalf("iteration %d: received %d though the send returned %v", i, v, sendErr)
+			}
+		case closedRx:
+			var se *SendError[int]
+			if i%5 != 0 && sendErr != nil && (!errors.As(sendErr, &se) || se.Value != i) {
+				t.Fatalf("iteration %d: a failed send did not return its value: %v", i, sendErr)
+			}
+		default: // the receive saw ErrClosed: the sender closed without sending
+			if !errors.Is(err, ErrClosed) || i%5 != 0 {
+				t.Fatalf("iteration %d: receive error %v, send %v", i, err, sendErr)
+			}
+		}
+		if _, err := rx.TryRecv(); !errors.Is(err, ErrClosed) {
+			t.Fatalf("iteration %d: the value could be received twice: %v", i, err)
+		}
+	}
+}

@@ -2,25 +2,36 @@ package tsync
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 
 	"github.com/blitzgo/blitz/blitzio"
 )
 
-// oneshot states.
+// oneshot state bits. The whole protocol is one atomic word, with no lock, in the manner
+// of Tokio's oneshot:
+//
+//   - v is written only by the sender that set osClaimed (a CAS makes it the only one),
+//     and read only by the receiver that saw osSent and set osTaken (a CAS too).
+//   - waker is written only by the receiver while osWaker is clear, and read only by the
+//     sender whose own atomic operation (setting osSent or osTxClosed) returned a state
+//     with osWaker set. To replace its waker the receiver clears osWaker with a CAS from
+//     a state without osSent and osTxClosed: if the sender acted first, the CAS fails
+//     and the receiver takes the result instead, so the two never touch waker at once.
+//     After writing waker the receiver sets osWaker and looks at what that returned: a
+//     sender that acted in between did not see the bit, so the receiver does not sleep.
 const (
-	osEmpty  uint8 = iota // nothing sent yet
-	osFull                // a value is waiting for the receiver
-	osTaken               // the receiver took the value
-	osClosed              // the sender closed without sending, or the receiver closed
+	osClaimed  uint32 = 1 << iota // a sender is writing v
+	osSent                        // v is published
+	osTxClosed                    // the sender closed without sending
+	osRxClosed                    // the receiver closed
+	osTaken                       // the receiver took v
+	osWaker                       // waker holds the receiver's waker
 )
 
 type oneshot[T any] struct {
-	mu       sync.Mutex
-	state    uint8
-	rxClosed bool // the receiver closed: a send fails
-	v        T
-	waker    blitzio.Waker // the receiver's, while it waits
+	state atomic.Uint32
+	v     T
+	waker blitzio.Waker
 }
 
 // NewOneshot returns the two ends of a channel that carries one value: Tokio's
@@ -60,19 +71,29 @@ func (s *OneshotSender[T]) SendFrom(cx *blitzio.Context, v T) error {
 
 func (s *OneshotSender[T]) send(cx *blitzio.Context, v T, op string) error {
 	c := s.chanFor(op)
-	c.mu.Lock()
-	if c.rxClosed || c.state != osEmpty {
-		c.mu.Unlock()
+	for {
+		st := c.state.Load()
+		if st&(osClaimed|osTxClosed|osRxClosed) != 0 {
+			return sendErr(v, ErrClosed)
+		}
+		if c.state.CompareAndSwap(st, st|osClaimed) {
+			break
+		}
+	}
+	c.v = v
+	prev := c.state.Or(osSent) // publishes v
+	if prev&osRxClosed != 0 {
+		// The receiver closed before the value was published: it will never read it.
+		var zero T
+		c.v = zero
 		return sendErr(v, ErrClosed)
 	}
-	c.v, c.state = v, osFull
-	w := c.waker
-	c.waker = blitzio.Waker{}
-	c.mu.Unlock()
-	if cx != nil {
-		w.WakeFrom(cx)
-	} else {
-		w.Wake()
+	if prev&osWaker != 0 {
+		if cx != nil {
+			c.waker.WakeFrom(cx)
+		} else {
+			c.waker.Wake()
+		}
 	}
 	return nil
 }
@@ -80,25 +101,25 @@ func (s *OneshotSender[T]) send(cx *blitzio.Context, v T, op string) error {
 // Close gives up sending: the receiver gets ErrClosed. After a Send it does nothing.
 func (s *OneshotSender[T]) Close() {
 	c := s.chanFor("OneshotSender.Close")
-	c.mu.Lock()
-	if c.state != osEmpty {
-		c.mu.Unlock()
-		return
+	for {
+		st := c.state.Load()
+		if st&(osClaimed|osTxClosed) != 0 {
+			return // sent (or being sent), or closed already
+		}
+		if c.state.CompareAndSwap(st, st|osTxClosed) {
+			if st&osWaker != 0 {
+				c.waker.Wake()
+			}
+			return
+		}
 	}
-	c.state = osClosed
-	w := c.waker
-	c.waker = blitzio.Waker{}
-	c.mu.Unlock()
-	w.Wake()
 }
 
 // IsClosed reports whether a Send would fail: the receiver was closed, or a value was
 // already sent or the sender closed.
 func (s *OneshotSender[T]) IsClosed() bool {
 	c := s.chanFor("OneshotSender.IsClosed")
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.rxClosed || c.state != osEmpty
+	return c.state.Load()&(osClaimed|osTxClosed|osRxClosed) != 0
 }
 
 // OneshotReceiver receives the one value. It is itself the receive future: it implements
@@ -123,24 +144,38 @@ func (r *OneshotReceiver[T]) chanFor(op string) *oneshot[T] {
 // otherwise stores wk so that the sender wakes it.
 func (r *OneshotReceiver[T]) take(wk blitzio.Waker, reg bool) (blitzio.Result[T], bool) {
 	c := r.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.rxClosed {
-		return blitzio.Result[T]{Err: ErrClosed}, true
-	}
-	switch c.state {
-	case osFull:
-		v := c.v
-		var zero T
-		c.v, c.state = zero, osTaken
-		return blitzio.Result[T]{Value: v}, true
-	case osEmpty:
-		if reg && !c.waker.WillWake(wk) {
-			c.waker = wk
+	for {
+		st := c.state.Load()
+		switch {
+		case st&(osRxClosed|osTaken) != 0:
+			return blitzio.Result[T]{Err: ErrClosed}, true // closed, or taken earlier
+		case st&osSent != 0:
+			if !c.state.CompareAndSwap(st, st|osTaken) {
+				continue
+			}
+			v := c.v
+			var zero T
+			c.v = zero
+			return blitzio.Result[T]{Value: v}, true
+		case st&osTxClosed != 0:
+			return blitzio.Result[T]{Err: ErrClosed}, true
+		case !reg:
+			return blitzio.Result[T]{}, false
+		case st&osWaker != 0:
+			if c.waker.WillWake(wk) {
+				return blitzio.Result[T]{}, false
+			}
+			// Take the waker slot back before replacing the waker (see osWaker).
+			if !c.state.CompareAndSwap(st, st&^osWaker) {
+				continue
+			}
+		}
+		c.waker = wk
+		if prev := c.state.Or(osWaker); prev&(osSent|osTxClosed|osRxClosed) != 0 {
+			continue // the sender acted meanwhile without seeing the waker: look again
 		}
 		return blitzio.Result[T]{}, false
 	}
-	return blitzio.Result[T]{Err: ErrClosed}, true // closed, or taken by an earlier receive
 }
 
 // Poll receives the value, or waits for it.
@@ -166,14 +201,15 @@ func (r *OneshotReceiver[T]) Drop() { r.Close() }
 // already sent but not received is discarded. Closing twice is a no-op.
 func (r *OneshotReceiver[T]) Close() {
 	c := r.chanFor("OneshotReceiver.Close")
-	c.mu.Lock()
-	c.rxClosed = true
-	c.waker = blitzio.Waker{}
-	if c.state == osFull {
-		var zero T
-		c.v, c.state = zero, osClosed
+	prev := c.state.Or(osRxClosed)
+	if prev&(osSent|osTaken|osRxClosed) == osSent {
+		// A value was sent and not received: release it (the sender is done with v,
+		// and no receive takes it once osRxClosed is set).
+		if c.state.Or(osTaken)&osTaken == 0 {
+			var zero T
+			c.v = zero
+		}
 	}
-	c.mu.Unlock()
 }
 
 // TryRecv returns the value if it was sent. Otherwise it returns ErrEmpty, or ErrClosed
@@ -219,7 +255,14 @@ func (o oneshotRecv[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
 // Drop forgets the registered waker (the goroutine gave up); the receiver stays open.
 func (o oneshotRecv[T]) Drop() {
 	c := o.r.c
-	c.mu.Lock()
-	c.waker = blitzio.Waker{}
-	c.mu.Unlock()
+	for {
+		st := c.state.Load()
+		if st&osWaker == 0 || st&(osSent|osTxClosed) != 0 {
+			return // no waker stored, or the sender may be reading it
+		}
+		if c.state.CompareAndSwap(st, st&^osWaker) {
+			c.waker = blitzio.Waker{}
+			return
+		}
+	}
 }
