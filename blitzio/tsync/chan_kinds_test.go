@@ -906,3 +906,22 @@ func TestOneshotRaces(t *testing.T) {
 		}
 	}
 }
+
+// A waker that panics (a broken WakerFunc) does not keep the other waiters asleep: they
+// are all woken, then the panic reaches the sender.
+func TestPanickingWakerDoesNotStrandOthers(t *testing.T) {
+	tx, rx := NewBroadcast[int](4)
+	rx2 := tx.Subscribe()
+	bad := blitzio.NewContext(nil, blitzio.WakerFunc(func() { panic("broken waker") }))
+	var good wakeCount
+	f1, f2 := rx.RecvAsync(), rx2.RecvAsync()
+	f1.Poll(bad)
+	f2.Poll(good.cx())
+	mustPanic(t, "broken waker", func() { _ = tx.Send(1) })
+	if good.n.Load() != 1 {
+		t.Fatal("the waiter after the panicking waker was not woken")
+	}
+	if r, ok := f2.Poll(good.cx()); !ok || r.Value != 1 {
+		t.Fatal(r, ok)
+	}
+}
