@@ -28,7 +28,7 @@ type broadcast[T any] struct {
 
 // maxBroadcastCap bounds the ring of a broadcast channel (its capacity is rounded up to
 // a power of two).
-const maxBroadcastCap = 1 << 40
+const maxBroadcastCap uint64 = 1 << 40
 
 // NewBroadcast returns the two ends of a broadcast channel: Tokio's broadcast. Every
 // receiver gets every value sent after it subscribed, in order. The channel holds the
@@ -38,7 +38,7 @@ const maxBroadcastCap = 1 << 40
 //
 // capacity must be between 1 and 2^40; NewBroadcast panics otherwise.
 func NewBroadcast[T any](capacity int) (*BroadcastSender[T], *BroadcastReceiver[T]) {
-	if capacity < 1 || capacity > maxBroadcastCap {
+	if capacity < 1 || uint64(capacity) > maxBroadcastCap {
 		panic(fmt.Sprintf("tsync: NewBroadcast: capacity must be between 1 and 2^40, got %d", capacity))
 	}
 	size := uint64(1) << bits.Len64(uint64(capacity)-1)

@@ -2,6 +2,7 @@ package tsync
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
@@ -45,8 +46,9 @@ type ringSlot[T any] struct {
 }
 
 // maxAllocBytes bounds a ring's buffer: a request beyond it would fail inside make with
-// an obscure message, or exhaust memory.
-const maxAllocBytes = 1 << 46
+// an obscure message (the largest allocation is below 2^48 bytes on 64-bit platforms and
+// below 2^31 on 32-bit ones).
+const maxAllocBytes = min(1<<46, uint64(math.MaxInt))
 
 type pushResult uint8
 
