@@ -75,7 +75,7 @@ func TestChannelBadCapacity(t *testing.T) {
 	for _, c := range []int{0, -1, math.MinInt} {
 		mustPanic(t, "capacity must be at least 1", func() { NewChannel[int](c) })
 	}
-	for _, c := range []int{math.MaxInt, math.MaxInt / 2, math.MaxInt / 16} {
+	for _, c := range []int{math.MaxInt, math.MaxInt / 2, math.MaxInt / 8} {
 		mustPanic(t, "too large", func() { NewChannel[int](c) })
 	}
 	mustPanic(t, "between 1 and 2^40", func() { NewBroadcast[int](0) })
