@@ -78,8 +78,10 @@ func TestChannelBadCapacity(t *testing.T) {
 	for _, c := range []int{math.MaxInt, math.MaxInt / 2, math.MaxInt / 8} {
 		mustPanic(t, "too large", func() { NewChannel[int](c) })
 	}
-	mustPanic(t, "between 1 and 2^40", func() { NewBroadcast[int](0) })
-	mustPanic(t, "between 1 and 2^40", func() { NewBroadcast[int](math.MaxInt) })
+	mustPanic(t, "capacity must be at least 1", func() { NewBroadcast[int](0) })
+	mustPanic(t, "capacity must be at least 1", func() { NewBroadcast[int](-5) })
+	mustPanic(t, "too large", func() { NewBroadcast[int](math.MaxInt) })
+	mustPanic(t, "too large", func() { NewBroadcast[[64]byte](math.MaxInt / 64) })
 }
 
 func TestChannelNilHandles(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/blitzgo/blitz/blitzio"
 )
@@ -36,12 +37,19 @@ const maxBroadcastCap uint64 = 1 << 40
 // behind gets a *LagError saying how many values it missed, then continues from the
 // oldest value still held. Sends never wait for slow receivers.
 //
-// capacity must be between 1 and 2^40; NewBroadcast panics otherwise.
+// capacity must be at least 1 and at most 2^40 (and the ring small enough to allocate);
+// NewBroadcast panics, naming the argument, otherwise.
 func NewBroadcast[T any](capacity int) (*BroadcastSender[T], *BroadcastReceiver[T]) {
-	if capacity < 1 || uint64(capacity) > maxBroadcastCap {
-		panic(fmt.Sprintf("tsync: NewBroadcast: capacity must be between 1 and 2^40, got %d", capacity))
+	if capacity < 1 {
+		panic(fmt.Sprintf("tsync: NewBroadcast: capacity must be at least 1, got %d", capacity))
 	}
 	size := uint64(1) << bits.Len64(uint64(capacity)-1)
+	var zero T
+	if hi, lo := bits.Mul64(size, uint64(unsafe.Sizeof(zero))); uint64(capacity) > maxBroadcastCap ||
+		hi != 0 || lo > maxAllocBytes {
+		panic(fmt.Sprintf("tsync: NewBroadcast: capacity %d is too large (at most 2^40 values, "+
+			"rounded up to a power of two, in at most %d bytes)", capacity, uint64(maxAllocBytes)))
+	}
 	c := &broadcast[T]{buf: make([]T, size), mask: size - 1}
 	c.senders.Store(1)
 	c.receivers.Store(1)
