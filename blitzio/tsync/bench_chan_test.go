@@ -406,7 +406,7 @@ type benchWatchSender struct {
 func (s *benchWatchSender) Poll(cx *blitzio.Context) (struct{}, bool) {
 	for s.b.Loop() {
 		s.i++
-		_ = s.tx.Send(s.i)
+		_ = s.tx.SendFrom(cx, s.i)
 		if s.i%64 == 0 {
 			cx.Yield() // let the watcher run, as a sender doing other work would
 			return struct{}{}, false

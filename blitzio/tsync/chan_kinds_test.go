@@ -925,3 +925,32 @@ func TestPanickingWakerDoesNotStrandOthers(t *testing.T) {
 		t.Fatal(r, ok)
 	}
 }
+
+func TestWatchSendFromTask(t *testing.T) {
+	defer chanWatchdog(t, 10*time.Second)()
+	rt := chanRT(t, 2)
+	tx, rx := NewWatch(0)
+	h := blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) int {
+		for rx.Get() != 5 {
+			if err := blitzio.Await(co, blitzio.Future[error](rx.ChangedAsync())); err != nil {
+				return -1
+			}
+		}
+		return 5
+	}))
+	blitzio.Spawn(rt, blitzio.PollFn(func(cx *blitzio.Context) (struct{}, bool) {
+		for i := 1; i <= 5; i++ {
+			if err := tx.SendFrom(cx, i); err != nil {
+				panic(err)
+			}
+		}
+		return struct{}{}, true
+	})).Detach()
+	if v, err := h.Wait(); err != nil || v != 5 {
+		t.Fatalf("watcher: %d, %v", v, err)
+	}
+	tx.Close()
+	if err := tx.SendFrom(nil, 6); !errors.Is(err, ErrClosed) {
+		t.Fatalf("SendFrom through a closed handle = %v", err)
+	}
+}

@@ -49,12 +49,24 @@ func (s *WatchSender[T]) chanFor(op string) *watch[T] {
 // Send replaces the value and wakes the receivers waiting in Changed. As in Tokio it
 // fails, returning a *SendError with v and leaving the value unchanged, when every
 // receiver is closed (or this handle is); use SendReplace to store regardless.
-func (s *WatchSender[T]) Send(v T) error {
-	c := s.chanFor("WatchSender.Send")
+func (s *WatchSender[T]) Send(v T) error { return s.send(nil, v, "WatchSender.Send") }
+
+// SendFrom is Send for a task: cx is the Context of the poll making the call, so one
+// woken receiver runs next on the same worker (its LIFO slot).
+func (s *WatchSender[T]) SendFrom(cx *blitzio.Context, v T) error {
+	return s.send(cx, v, "WatchSender.SendFrom")
+}
+
+func (s *WatchSender[T]) send(cx *blitzio.Context, v T, op string) error {
+	c := s.chanFor(op)
 	if s.closed.Load() || c.receivers.Load() == 0 {
 		return sendErr(v, ErrClosed)
 	}
-	s.SendModify(func(p *T) { *p = v })
+	c.mu.Lock()
+	c.v = v
+	c.version++
+	c.mu.Unlock()
+	c.recvQ.notifyAll(cx)
 	return nil
 }
 
