@@ -191,6 +191,10 @@ func (s *waitSet) notifyAll(cx *blitzio.Context) {
 		wl.add(wk)
 	}
 	s.mu.Unlock()
+	if len(wl.more) == 0 {
+		wl.wake(cx) // one waiter: nobody else to strand if its waker panics
+		return
+	}
 	wakeEvery(&wl, cx)
 }
 
