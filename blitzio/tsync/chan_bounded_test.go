@@ -851,3 +851,49 @@ func TestSendFutureReset(t *testing.T) {
 	}
 	mustPanic(t, "zero SendFuture", func() { (&SendFuture[int]{}).Reset(1) })
 }
+
+// Aborting tasks that wait in SendAsync and RecvAsync drops their futures: the aborted
+// send never delivers its value, the aborted receive takes nothing, and the channel
+// keeps working for everyone else.
+func TestChannelAbortedWaitingTasks(t *testing.T) {
+	defer chanWatchdog(t, 20*time.Second)()
+	rt := chanRT(t, 2)
+	tx, rx := NewChannel[int](1)
+	_ = tx.TrySend(0) // full
+	waiting := make(chan struct{}, 2)
+	sender := blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
+		waiting <- struct{}{}
+		return blitzio.Await(co, blitzio.Future[error](tx.SendAsync(99)))
+	}))
+	<-waiting
+	time.Sleep(2 * time.Millisecond) // most likely parked in the send by now; the test holds either way
+	sender.Abort()
+	if _, err := sender.Wait(); err != nil && !errors.Is(err, blitzio.ErrCancelled) {
+		t.Fatal(err)
+	}
+	// Nobody received while the send waited, so it cannot have completed.
+	if v, _ := rx.TryRecv(); v != 0 {
+		t.Fatalf("first value %d, want 0", v)
+	}
+	if v, err := rx.TryRecv(); !errors.Is(err, ErrEmpty) {
+		t.Fatalf("the aborted send delivered %d (%v)", v, err)
+	}
+
+	// A receiving task aborted while waiting leaves the next value to a goroutine.
+	receiver := blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) blitzio.Result[int] {
+		waiting <- struct{}{}
+		return blitzio.Await(co, blitzio.Future[blitzio.Result[int]](rx.RecvAsync()))
+	}))
+	<-waiting
+	time.Sleep(2 * time.Millisecond)
+	receiver.Abort()
+	if _, err := receiver.Wait(); !errors.Is(err, blitzio.ErrCancelled) {
+		t.Fatalf("aborted receiver: %v", err) // nothing was sent while it waited
+	}
+	got := make(chan int, 1)
+	go func() { v, _ := rx.Recv(); got <- v }()
+	_ = tx.Send(7)
+	if v := <-got; v != 7 {
+		t.Fatalf("the goroutine got %d, want 7", v)
+	}
+}
