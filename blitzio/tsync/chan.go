@@ -1,0 +1,281 @@
+package tsync
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/blitzgo/blitz/blitzio"
+)
+
+// Channels
+//
+// Five channel kinds, each with Tokio's behaviour and Go's close rules:
+//
+//	NewChannel    bounded, many senders and many receivers (a lock-free ring, exact capacity)
+//	NewUnbounded  unbounded, many senders, one receiver
+//	NewOneshot    one value, one sender, one receiver
+//	NewBroadcast  every receiver sees every value; a slow receiver gets a *LagError
+//	NewWatch      the latest value only; receivers wait for a change
+//
+// Every end is a handle. Go has no destructors, so a handle is released with Close, and
+// Clone makes another handle to the same end. When the last sender handle is closed the
+// receivers drain what was sent and then get ErrClosed; when the last receiver handle is
+// closed, sends fail with a *SendError that gives the value back. A receiver that is
+// forgotten without Close keeps the channel open for senders, exactly as a Go channel
+// nobody reads: close receivers you stop using.
+//
+// Each operation comes in the three forms of the package: TryRecv and TrySend never
+// wait; RecvAsync and SendAsync return futures for tasks; Recv and Send block a plain
+// goroutine (RecvContext and SendContext give up when a context is done), and All ranges
+// over received values. RecvAny waits on several receivers at once.
+
+// ErrClosed is the error of an operation on a closed channel: a receive after the
+// senders have closed and the buffer is drained, a send after every receiver has closed,
+// or any operation through a handle that was itself closed. Test for it with errors.Is:
+// the *SendError of a failed send matches it too.
+var ErrClosed = errors.New("tsync: channel closed")
+
+// ErrFull is the error of TrySend on a bounded channel whose buffer is full. It comes
+// wrapped in a *SendError that holds the value that was not sent.
+var ErrFull = errors.New("tsync: channel full")
+
+// ErrEmpty is the error of TryRecv when no value is ready (and the channel is open).
+var ErrEmpty = errors.New("tsync: channel empty")
+
+// ErrLagged is matched (errors.Is) by the *LagError a broadcast receiver gets when it
+// fell so far behind that values it had not read were overwritten.
+var ErrLagged = errors.New("tsync: broadcast receiver lagged")
+
+// SendError is the error of a send that did not happen. It gives the value back, so
+// that nothing is lost when a channel closes under a sender. Err is ErrClosed or
+// ErrFull (TrySend only); errors.Is(err, ErrClosed) works on a *SendError.
+type SendError[T any] struct {
+	Value T
+	Err   error
+}
+
+// Error says why the send failed and that the value was not sent.
+func (e *SendError[T]) Error() string {
+	return fmt.Sprintf("%v (the value was not sent)", e.Err)
+}
+
+// Unwrap returns Err, so errors.Is(err, ErrClosed) and errors.Is(err, ErrFull) work.
+func (e *SendError[T]) Unwrap() error { return e.Err }
+
+func sendErr[T any](v T, err error) error { return &SendError[T]{Value: v, Err: err} }
+
+// LagError is what a broadcast receiver gets instead of a value when the values it had
+// not read yet were overwritten: Missed is how many it lost. The receiver then continues
+// from the oldest value still held, as in Tokio. errors.Is(err, ErrLagged) matches it.
+type LagError struct{ Missed uint64 }
+
+// Error says how many values the receiver missed.
+func (e *LagError) Error() string {
+	return fmt.Sprintf("tsync: broadcast receiver lagged and missed %d values", e.Missed)
+}
+
+// Is reports whether target is ErrLagged.
+func (e *LagError) Is(target error) bool { return target == ErrLagged }
+
+// waitSet is a channel end's list of waiting futures: receivers waiting for a value, or
+// senders waiting for room. The fast path of the other side reads only n (one atomic
+// load) and takes the mutex only when someone waits, so a channel whose peer is not
+// waiting never wakes anyone.
+//
+// The lost wake-up it prevents is the classic store-buffer race: a receiver finds the
+// ring empty and goes to sleep while a sender, having just filled a slot, sees nobody
+// waiting. A waiter therefore registers first (n incremented) and then tries the
+// operation again; the other side publishes its operation first (an atomic store) and
+// then loads n. Go's atomics are sequentially consistent, so at least one of the two
+// sees the other: the waiter finds the value, or the sender finds the waiter.
+type waitSet struct {
+	n  atomic.Int32 // number of queued waiters; written under mu, read without it
+	mu sync.Mutex
+	l  waitList
+}
+
+// register queues n with waker wk, or refreshes the waker of an already queued n. A
+// node that was notified since its last registration is queued again at the back (what
+// it was woken for was taken by someone else first).
+func (s *waitSet) register(n *waitNode, wk blitzio.Waker) {
+	w := &n.w
+	s.mu.Lock()
+	if w.queued {
+		if !w.waker.WillWake(wk) {
+			w.waker = wk
+		}
+	} else {
+		n.popped.Store(false)
+		w.notified = false
+		w.waker = wk
+		s.l.pushBack(w)
+		s.n.Add(1)
+	}
+	s.mu.Unlock()
+}
+
+// deregister takes n out of the set and reports whether it had been notified (unlinked
+// by a notifier) since it registered: a waiter that leaves without using what it was
+// woken for must pass the notification on (see passOn).
+func (s *waitSet) deregister(n *waitNode) (notified bool) {
+	if n.popped.Load() {
+		// A notifier unlinked n and its last write to n was this flag (under mu, which
+		// orders it after everything else it did to n): nothing to undo, no lock needed.
+		// This is the common case of a receiver woken for a value.
+		return true
+	}
+	w := &n.w
+	s.mu.Lock()
+	if w.queued {
+		s.l.remove(w)
+		s.n.Add(-1)
+	} else {
+		notified = w.notified
+	}
+	w.notified = false
+	w.waker = blitzio.Waker{}
+	s.mu.Unlock()
+	return notified
+}
+
+// nodeOf returns the waitNode a queued waiter belongs to: every waiter in a waitSet is
+// the first field of a waitNode (register takes only waitNodes), so the two addresses
+// are the same.
+func nodeOf(w *waiter) *waitNode { return (*waitNode)(unsafe.Pointer(w)) }
+
+// pop unlinks the oldest waiter and returns its waker; the caller holds mu.
+func (s *waitSet) pop() (blitzio.Waker, bool) {
+	w := s.l.popFront()
+	if w == nil {
+		return blitzio.Waker{}, false
+	}
+	s.n.Add(-1)
+	w.notified = true
+	wk := w.waker
+	w.waker = blitzio.Waker{}
+	nodeOf(w).popped.Store(true) // last write to the node: see deregister
+	return wk, true
+}
+
+// notifyOne wakes the oldest waiter, if any. cx is the caller's poll Context or nil: a
+// task handing a value to another wakes it into its worker's LIFO slot.
+func (s *waitSet) notifyOne(cx *blitzio.Context) {
+	if s.n.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	wk, _ := s.pop()
+	s.mu.Unlock()
+	if cx != nil {
+		wk.WakeFrom(cx)
+	} else {
+		wk.Wake()
+	}
+}
+
+// notifyAll wakes every waiter (a close, a broadcast value, a watch change).
+func (s *waitSet) notifyAll(cx *blitzio.Context) {
+	if s.n.Load() == 0 {
+		return
+	}
+	var wl wakeList
+	s.mu.Lock()
+	for {
+		wk, ok := s.pop()
+		if !ok {
+			break
+		}
+		wl.add(wk)
+	}
+	s.mu.Unlock()
+	if len(wl.more) == 0 {
+		wl.wake(cx) // one waiter: nobody else to strand if its waker panics
+		return
+	}
+	wakeEvery(&wl, cx)
+}
+
+// wakeEvery calls every waker of wl, the first from cx. A waker that panics (a
+// WakerFunc breaking its contract) does not stop the others: the waiters were unlinked
+// already, so one left unwoken would sleep forever. The first panic is re-raised after.
+func wakeEvery(wl *wakeList, cx *blitzio.Context) {
+	var first any
+	panicked := false
+	call := func(w blitzio.Waker, from bool) {
+		defer func() {
+			if r := recover(); r != nil && !panicked {
+				panicked, first = true, r
+			}
+		}()
+		if from && cx != nil {
+			w.WakeFrom(cx)
+		} else {
+			w.Wake()
+		}
+	}
+	call(wl.one, true)
+	for _, w := range wl.more {
+		call(w, false)
+	}
+	if panicked {
+		panic(first)
+	}
+}
+
+// passOn is called by a waiter that was notified but leaves without taking anything (it
+// was dropped, or it took from another channel in a RecvAny): the notification goes to
+// the next waiter, so a value or a free slot is never left with every taker asleep.
+func (s *waitSet) passOn(cx *blitzio.Context) { s.notifyOne(cx) }
+
+// Source is a receiving end that RecvAny can wait on together with others: a
+// *Receiver, an *UnboundedReceiver or a *BroadcastReceiver of the same element type.
+type Source[T any] interface {
+	// tryRecvSrc receives a value if one is ready: ok reports a result (a value, or an
+	// error such as ErrClosed or a *LagError); !ok means nothing yet.
+	tryRecvSrc() (v T, err error, ok bool)
+	// recvWaiters is the set a receiver that found nothing registers in.
+	recvWaiters() *waitSet
+	// afterRecv wakes a sender waiting for the room a receive freed (bounded only).
+	afterRecv(cx *blitzio.Context)
+	// isNil reports a nil or zero handle, which RecvAny treats as never ready.
+	isNil() bool
+}
+
+// waitNode is the state every waiting future keeps: the waiter node (so waiting
+// allocates nothing) and whether it is registered.
+type waitNode struct {
+	w waiter // first field: see nodeOf
+	// popped is set by the notifier that unlinked the node, so the owner can tell
+	// without the lock that it is no longer queued.
+	popped     atomic.Bool
+	registered bool // owned by the future
+}
+
+// leave deregisters the node from s and passes on a notification it did not use.
+func (n *waitNode) leave(s *waitSet, cx *blitzio.Context) {
+	if !n.registered {
+		return
+	}
+	n.registered = false
+	if s.deregister(n) {
+		s.passOn(cx)
+	}
+}
+
+// quiet deregisters the node after it took what it waited for: a notification it
+// received was used, so nothing is passed on.
+func (n *waitNode) quiet(s *waitSet) {
+	if !n.registered {
+		return
+	}
+	n.registered = false
+	s.deregister(n)
+}
+
+func (n *waitNode) register(s *waitSet, cx *blitzio.Context) {
+	n.registered = true
+	s.register(n, cx.Waker())
+}

@@ -1,0 +1,277 @@
+package tsync
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/blitzgo/blitz/blitzio"
+)
+
+// broadcast is the state a broadcast channel's handles share: a ring of the last values
+// sent and the position of the next one. Every receiver keeps its own position; a value
+// stays in the ring until a later send overwrites it.
+type broadcast[T any] struct {
+	mu     sync.RWMutex // the sender writes, receivers read
+	buf    []T
+	mask   uint64
+	tail   uint64 // position of the next value: values tail-len(buf) .. tail-1 are held
+	closed bool   // every sender closed
+
+	recvQ     waitSet
+	senders   atomic.Int64
+	receivers atomic.Int64
+}
+
+// maxBroadcastCap bounds the ring of a broadcast channel (its capacity is rounded up to
+// a power of two).
+const maxBroadcastCap uint64 = 1 << 40
+
+// NewBroadcast returns the two ends of a broadcast channel: Tokio's broadcast. Every
+// receiver gets every value sent after it subscribed, in order. The channel holds the
+// last capacity values (rounded up to a power of two); a receiver that falls further
+// behind gets a *LagError saying how many values it missed, then continues from the
+// oldest value still held. Sends never wait for slow receivers.
+//
+// capacity must be at least 1 and at most 2^40 (and the ring small enough to allocate);
+// NewBroadcast panics, naming the argument, otherwise.
+func NewBroadcast[T any](capacity int) (*BroadcastSender[T], *BroadcastReceiver[T]) {
+	if capacity < 1 {
+		panic(fmt.Sprintf("tsync: NewBroadcast: capacity must be at least 1, got %d", capacity))
+	}
+	size := uint64(1) << bits.Len64(uint64(capacity)-1)
+	var zero T
+	if hi, lo := bits.Mul64(size, uint64(unsafe.Sizeof(zero))); uint64(capacity) > maxBroadcastCap ||
+		hi != 0 || lo > maxAllocBytes {
+		panic(fmt.Sprintf("tsync: NewBroadcast: capacity %d is too large (at most 2^40 values, "+
+			"rounded up to a power of two, in at most %d bytes)", capacity, uint64(maxAllocBytes)))
+	}
+	c := &broadcast[T]{buf: make([]T, size), mask: size - 1}
+	c.senders.Store(1)
+	c.receivers.Store(1)
+	return &BroadcastSender[T]{c: c}, &BroadcastReceiver[T]{c: c}
+}
+
+// BroadcastSender is the sending end of a broadcast channel; Clone it for more senders
+// and Close each handle once.
+type BroadcastSender[T any] struct {
+	c      *broadcast[T]
+	closed atomic.Bool
+}
+
+func (s *BroadcastSender[T]) chanFor(op string) *broadcast[T] {
+	if s == nil || s.c == nil {
+		panic("tsync: " + op + " called on a nil or zero BroadcastSender (use NewBroadcast)")
+	}
+	return s.c
+}
+
+// Send sends v to every receiver and never waits. It returns a *SendError holding v
+// (Err ErrClosed) if there is no open receiver (as in Tokio: the value would reach
+// nobody) or this handle was closed.
+func (s *BroadcastSender[T]) Send(v T) error { return s.send(nil, v, "BroadcastSender.Send") }
+
+// SendFrom is Send for a task: cx is the Context of the poll making the call, so one
+// woken receiver runs next on the same worker.
+func (s *BroadcastSender[T]) SendFrom(cx *blitzio.Context, v T) error {
+	return s.send(cx, v, "BroadcastSender.SendFrom")
+}
+
+func (s *BroadcastSender[T]) send(cx *blitzio.Context, v T, op string) error {
+	c := s.chanFor(op)
+	if s.closed.Load() {
+		return sendErr(v, ErrClosed)
+	}
+	c.mu.Lock()
+	if c.receivers.Load() == 0 {
+		c.mu.Unlock()
+		return sendErr(v, ErrClosed)
+	}
+	c.buf[c.tail&c.mask] = v
+	c.tail++
+	c.mu.Unlock()
+	c.recvQ.notifyAll(cx)
+	return nil
+}
+
+// Subscribe returns a new receiver that gets the values sent from now on.
+func (s *BroadcastSender[T]) Subscribe() *BroadcastReceiver[T] {
+	c := s.chanFor("BroadcastSender.Subscribe")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.receivers.Add(1)
+	return &BroadcastReceiver[T]{c: c, next: c.tail}
+}
+
+// ReceiverCount returns the number of open receivers.
+func (s *BroadcastSender[T]) ReceiverCount() int {
+	return int(s.chanFor("BroadcastSender.ReceiverCount").receivers.Load())
+}
+
+// Clone returns another sender handle. It panics if s was already closed.
+func (s *BroadcastSender[T]) Clone() *BroadcastSender[T] {
+	c := s.chanFor("BroadcastSender.Clone")
+	if s.closed.Load() {
+		panic("tsync: BroadcastSender.Clone of a closed BroadcastSender")
+	}
+	c.senders.Add(1)
+	return &BroadcastSender[T]{c: c}
+}
+
+// Close releases this handle; when the last sender is closed, receivers get the values
+// still held for them and then ErrClosed. Closing twice is a no-op.
+func (s *BroadcastSender[T]) Close() {
+	c := s.chanFor("BroadcastSender.Close")
+	if s.closed.Swap(true) {
+		return
+	}
+	if c.senders.Add(-1) == 0 {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		c.recvQ.notifyAll(nil)
+	}
+}
+
+// BroadcastReceiver is one subscriber of a broadcast channel. Its methods are safe for
+// concurrent use, but concurrent receives through one handle share its position (each
+// value goes to one of them): give each consumer its own Subscribe or Clone. Close it
+// when done: senders fail only once every receiver is closed.
+type BroadcastReceiver[T any] struct {
+	c      *broadcast[T]
+	mu     sync.Mutex // guards next
+	next   uint64     // position of the next value to read
+	closed bool       // guarded by mu
+}
+
+func (r *BroadcastReceiver[T]) chanFor(op string) *broadcast[T] {
+	if r == nil || r.c == nil {
+		panic("tsync: " + op + " called on a nil or zero BroadcastReceiver (use NewBroadcast or Subscribe)")
+	}
+	return r.c
+}
+
+// Clone returns a receiver at the same position: it gets the same values r has not read
+// yet. It panics if r was closed.
+func (r *BroadcastReceiver[T]) Clone() *BroadcastReceiver[T] {
+	c := r.chanFor("BroadcastReceiver.Clone")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		panic("tsync: BroadcastReceiver.Clone of a closed BroadcastReceiver")
+	}
+	c.receivers.Add(1)
+	return &BroadcastReceiver[T]{c: c, next: r.next}
+}
+
+// Close unsubscribes. Closing twice is a no-op; a receive through a closed handle
+// returns ErrClosed.
+func (r *BroadcastReceiver[T]) Close() {
+	c := r.chanFor("BroadcastReceiver.Close")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.closed = true
+	c.receivers.Add(-1)
+	c.recvQ.notifyAll(nil) // a receive waiting through this handle returns ErrClosed
+}
+
+func (r *BroadcastReceiver[T]) tryRecvSrc() (T, error, bool) {
+	c := r.c
+	var zero T
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return zero, ErrClosed, true
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	next, tail := r.next, c.tail
+	if next == tail {
+		if c.closed {
+			return zero, ErrClosed, true
+		}
+		return zero, nil, false
+	}
+	size := uint64(len(c.buf))
+	if tail-next > size {
+		oldest := tail - size
+		r.next = oldest
+		return zero, &LagError{Missed: oldest - next}, true
+	}
+	r.next = next + 1
+	return c.buf[next&c.mask], nil, true
+}
+
+func (r *BroadcastReceiver[T]) recvWaiters() *waitSet      { return &r.c.recvQ }
+func (r *BroadcastReceiver[T]) afterRecv(*blitzio.Context) {}
+
+// TryRecv receives the next value if one is ready. Otherwise it returns ErrEmpty, a
+// *LagError if values were missed, or ErrClosed once every sender closed and every
+// held value was read.
+func (r *BroadcastReceiver[T]) TryRecv() (T, error) {
+	r.chanFor("BroadcastReceiver.TryRecv")
+	v, err, ok := r.tryRecvSrc()
+	if !ok {
+		return v, ErrEmpty
+	}
+	return v, err
+}
+
+// RecvAsync returns a future that receives the next value, a *LagError, or ErrClosed.
+// It is reusable like Receiver.RecvAsync's, and dropped before it is ready it has taken
+// nothing.
+func (r *BroadcastReceiver[T]) RecvAsync() *SourceFuture[T] {
+	r.chanFor("BroadcastReceiver.RecvAsync")
+	return &SourceFuture[T]{src: r}
+}
+
+// Recv receives from a plain goroutine, blocking until a value arrives; it returns a
+// *LagError if values were missed (the next Recv continues), ErrClosed at the end.
+func (r *BroadcastReceiver[T]) Recv() (T, error) {
+	r.chanFor("BroadcastReceiver.Recv")
+	if v, err, ok := r.tryRecvSrc(); ok {
+		return v, err
+	}
+	res := waitFor[blitzio.Result[T]]("BroadcastReceiver.Recv", &SourceFuture[T]{src: r})
+	return res.Value, res.Err
+}
+
+// RecvContext is Recv that gives up when ctx is done, returning ctx.Err().
+func (r *BroadcastReceiver[T]) RecvContext(ctx context.Context) (T, error) {
+	r.chanFor("BroadcastReceiver.RecvContext")
+	res, err := waitForCtx[blitzio.Result[T]]("BroadcastReceiver.RecvContext", ctx, &SourceFuture[T]{src: r})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return res.Value, res.Err
+}
+
+// All returns an iterator over received values for a plain goroutine. Missed values
+// (lag) are skipped silently; the iteration ends when the channel is closed and read.
+func (r *BroadcastReceiver[T]) All() iter.Seq[T] {
+	r.chanFor("BroadcastReceiver.All")
+	return func(yield func(T) bool) {
+		for {
+			v, err := r.Recv()
+			if err != nil {
+				if _, lagged := err.(*LagError); lagged {
+					continue
+				}
+				return
+			}
+			if !yield(v) {
+				return
+			}
+		}
+	}
+}
+
+func (r *BroadcastReceiver[T]) isNil() bool { return r == nil || r.c == nil }

@@ -1,0 +1,268 @@
+package tsync
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/blitzgo/blitz/blitzio"
+)
+
+// oneshot state bits. The whole protocol is one atomic word, with no lock, in the manner
+// of Tokio's oneshot:
+//
+//   - v is written only by the sender that set osClaimed (a CAS makes it the only one),
+//     and read only by the receiver that saw osSent and set osTaken (a CAS too).
+//   - waker is written only by the receiver while osWaker is clear, and read only by the
+//     sender whose own atomic operation (setting osSent or osTxClosed) returned a state
+//     with osWaker set. To replace its waker the receiver clears osWaker with a CAS from
+//     a state without osSent and osTxClosed: if the sender acted first, the CAS fails
+//     and the receiver takes the result instead, so the two never touch waker at once.
+//     After writing waker the receiver sets osWaker and looks at what that returned: a
+//     sender that acted in between did not see the bit, so the receiver does not sleep.
+const (
+	osClaimed  uint32 = 1 << iota // a sender is writing v
+	osSent                        // v is published
+	osTxClosed                    // the sender closed without sending
+	osRxClosed                    // the receiver closed
+	osTaken                       // the receiver took v
+	osWaker                       // waker holds the receiver's waker
+)
+
+type oneshot[T any] struct {
+	state atomic.Uint32
+	v     T
+	waker blitzio.Waker
+}
+
+// NewOneshot returns the two ends of a channel that carries one value: Tokio's
+// oneshot, the reply half of a request. The receiver is itself a future.
+func NewOneshot[T any]() (*OneshotSender[T], *OneshotReceiver[T]) {
+	// One allocation for the state and both handles: a request/reply pays it per request.
+	p := &struct {
+		c oneshot[T]
+		s OneshotSender[T]
+		r OneshotReceiver[T]
+	}{}
+	p.s.c, p.r.c = &p.c, &p.c
+	return &p.s, &p.r
+}
+
+// OneshotSender sends the one value. Send (or Close) may be called once; later calls
+// fail (Send) or do nothing (Close).
+type OneshotSender[T any] struct{ c *oneshot[T] }
+
+func (s *OneshotSender[T]) chanFor(op string) *oneshot[T] {
+	if s == nil || s.c == nil {
+		panic("tsync: " + op + " called on a nil or zero OneshotSender (use NewOneshot)")
+	}
+	return s.c
+}
+
+// Send delivers v and wakes the receiver. It never waits. It returns a *SendError
+// holding v (Err ErrClosed) if the receiver was closed, or if this sender already sent
+// or closed.
+func (s *OneshotSender[T]) Send(v T) error { return s.send(nil, v, "OneshotSender.Send") }
+
+// SendFrom is Send for a task: cx is the Context of the poll making the call, so the
+// receiving task runs next on the same worker (its LIFO slot).
+func (s *OneshotSender[T]) SendFrom(cx *blitzio.Context, v T) error {
+	return s.send(cx, v, "OneshotSender.SendFrom")
+}
+
+func (s *OneshotSender[T]) send(cx *blitzio.Context, v T, op string) error {
+	c := s.chanFor(op)
+	for {
+		st := c.state.Load()
+		if st&(osClaimed|osTxClosed|osRxClosed) != 0 {
+			return sendErr(v, ErrClosed)
+		}
+		if c.state.CompareAndSwap(st, st|osClaimed) {
+			break
+		}
+	}
+	c.v = v
+	prev := c.state.Or(osSent) // publishes v
+	if prev&osRxClosed != 0 {
+		// The receiver closed before the value was published: it will never read it.
+		var zero T
+		c.v = zero
+		return sendErr(v, ErrClosed)
+	}
+	if prev&osWaker != 0 {
+		if cx != nil {
+			c.waker.WakeFrom(cx)
+		} else {
+			c.waker.Wake()
+		}
+	}
+	return nil
+}
+
+// Close gives up sending: the receiver gets ErrClosed. After a Send it does nothing.
+func (s *OneshotSender[T]) Close() {
+	c := s.chanFor("OneshotSender.Close")
+	for {
+		st := c.state.Load()
+		if st&(osClaimed|osTxClosed) != 0 {
+			return // sent (or being sent), or closed already
+		}
+		if c.state.CompareAndSwap(st, st|osTxClosed) {
+			if st&osWaker != 0 {
+				c.waker.Wake()
+			}
+			return
+		}
+	}
+}
+
+// IsClosed reports whether a Send would fail: the receiver was closed, or a value was
+// already sent or the sender closed.
+func (s *OneshotSender[T]) IsClosed() bool {
+	c := s.chanFor("OneshotSender.IsClosed")
+	return c.state.Load()&(osClaimed|osTxClosed|osRxClosed) != 0
+}
+
+// OneshotReceiver receives the one value. It is itself the receive future: it implements
+// blitzio.Future[blitzio.Result[T]] (ready with the value, or ErrClosed if the sender
+// closed without sending) and blitzio.Dropper (Drop closes it). Polled again after it
+// was ready, it returns the same result. Close it if you stop waiting, so that the
+// sender can see nobody listens.
+type OneshotReceiver[T any] struct {
+	c    *oneshot[T]
+	res  blitzio.Result[T]
+	done bool
+}
+
+func (r *OneshotReceiver[T]) chanFor(op string) *oneshot[T] {
+	if r == nil || r.c == nil {
+		panic("tsync: " + op + " called on a nil or zero OneshotReceiver (use NewOneshot)")
+	}
+	return r.c
+}
+
+// take returns the result if the value was sent or the sender closed; with reg, it
+// otherwise stores wk so that the sender wakes it.
+func (r *OneshotReceiver[T]) take(wk blitzio.Waker, reg bool) (blitzio.Result[T], bool) {
+	c := r.c
+	for {
+		st := c.state.Load()
+		switch {
+		case st&(osRxClosed|osTaken) != 0:
+			return blitzio.Result[T]{Err: ErrClosed}, true // closed, or taken earlier
+		case st&osSent != 0:
+			if !c.state.CompareAndSwap(st, st|osTaken) {
+				continue
+			}
+			v := c.v
+			var zero T
+			c.v = zero
+			return blitzio.Result[T]{Value: v}, true
+		case st&osTxClosed != 0:
+			return blitzio.Result[T]{Err: ErrClosed}, true
+		case !reg:
+			return blitzio.Result[T]{}, false
+		case st&osWaker != 0:
+			if c.waker.WillWake(wk) {
+				return blitzio.Result[T]{}, false
+			}
+			// Take the waker slot back before replacing the waker (see osWaker).
+			if !c.state.CompareAndSwap(st, st&^osWaker) {
+				continue
+			}
+		}
+		c.waker = wk
+		if prev := c.state.Or(osWaker); prev&(osSent|osTxClosed|osRxClosed) != 0 {
+			continue // the sender acted meanwhile without seeing the waker: look again
+		}
+		return blitzio.Result[T]{}, false
+	}
+}
+
+// Poll receives the value, or waits for it.
+func (r *OneshotReceiver[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
+	r.chanFor("OneshotReceiver.Poll")
+	if r.done {
+		return r.res, true
+	}
+	if !cx.ConsumeBudget() {
+		return blitzio.Result[T]{}, false
+	}
+	res, ok := r.take(cx.Waker(), true)
+	if ok {
+		r.res, r.done = res, true
+	}
+	return res, ok
+}
+
+// Drop closes the receiver (blitzio.Dropper): a value not yet received is discarded.
+func (r *OneshotReceiver[T]) Drop() { r.Close() }
+
+// Close stops receiving: a later Send fails and gives its value back, and a value
+// already sent but not received is discarded. Closing twice is a no-op.
+func (r *OneshotReceiver[T]) Close() {
+	c := r.chanFor("OneshotReceiver.Close")
+	prev := c.state.Or(osRxClosed)
+	if prev&(osSent|osTaken|osRxClosed) == osSent {
+		// A value was sent and not received: release it (the sender is done with v,
+		// and no receive takes it once osRxClosed is set).
+		if c.state.Or(osTaken)&osTaken == 0 {
+			var zero T
+			c.v = zero
+		}
+	}
+}
+
+// TryRecv returns the value if it was sent. Otherwise it returns ErrEmpty, or ErrClosed
+// if the sender closed without sending, the receiver was closed, or the value was
+// already received.
+func (r *OneshotReceiver[T]) TryRecv() (T, error) {
+	r.chanFor("OneshotReceiver.TryRecv")
+	res, ok := r.take(blitzio.Waker{}, false)
+	if !ok {
+		return res.Value, ErrEmpty
+	}
+	return res.Value, res.Err
+}
+
+// Recv waits for the value from a plain goroutine. Do not call it from a task: await the
+// receiver itself there.
+func (r *OneshotReceiver[T]) Recv() (T, error) {
+	r.chanFor("OneshotReceiver.Recv")
+	res := waitFor[blitzio.Result[T]]("OneshotReceiver.Recv", oneshotRecv[T]{r})
+	return res.Value, res.Err
+}
+
+// RecvContext is Recv that gives up when ctx is done, returning ctx.Err(); the receiver
+// stays open, so the value can still be received later.
+func (r *OneshotReceiver[T]) RecvContext(ctx context.Context) (T, error) {
+	r.chanFor("OneshotReceiver.RecvContext")
+	res, err := waitForCtx[blitzio.Result[T]]("OneshotReceiver.RecvContext", ctx, oneshotRecv[T]{r})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return res.Value, res.Err
+}
+
+// oneshotRecv is the receiver's future without its Drop, for the blocking forms: a
+// RecvContext that gives up must not close the receiver.
+type oneshotRecv[T any] struct{ r *OneshotReceiver[T] }
+
+func (o oneshotRecv[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
+	return o.r.take(cx.Waker(), true)
+}
+
+// Drop forgets the registered waker (the goroutine gave up); the receiver stays open.
+func (o oneshotRecv[T]) Drop() {
+	c := o.r.c
+	for {
+		st := c.state.Load()
+		if st&osWaker == 0 || st&(osSent|osTxClosed) != 0 {
+			return // no waker stored, or the sender may be reading it
+		}
+		if c.state.CompareAndSwap(st, st&^osWaker) {
+			c.waker = blitzio.Waker{}
+			return
+		}
+	}
+}
