@@ -4,7 +4,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"sync/atomic"
 )
 
 // File is an open file for tasks: the async counterpart of *os.File (Tokio's
@@ -163,7 +162,7 @@ type positioned struct {
 	// file, off and noWait are set for a ReadAt, which tries readNoWait first.
 	file   *os.File
 	off    int64
-	noWait *atomic.Bool
+	noWait *noWait
 	h      JoinHandle[Result[int]]
 	buf    []byte
 	p      []byte
@@ -218,7 +217,7 @@ func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 // completes; a dropped ReadAt never writes into p.
 func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
 	file := f.b.f
-	return &positioned{p: p, read: true, file: file, off: off, noWait: &f.b.noWait,
+	return &positioned{p: p, read: true, file: file, off: off, noWait: &f.b.nw,
 		call: func(buf []byte) (int, error) { return file.ReadAt(buf, off) }}
 }
 

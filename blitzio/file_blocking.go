@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // maxBlockingChunk bounds one read or write handed to the blocking pool: the bytes are
@@ -33,8 +34,8 @@ type blockingIO struct {
 	rerr error
 	// werr is the error of a finished write, reported by the next operation.
 	werr error
-	// noWait is set once a non-blocking read (readNoWait) is found unsupported here.
-	noWait atomic.Bool
+	// nw is the state of readNoWait for this file.
+	nw noWait
 }
 
 type blockingOp struct {
@@ -127,7 +128,7 @@ func (b *blockingIO) PollRead(cx *Context, p []byte) (Result[int], bool) {
 		if err := b.takeErr(); err != nil {
 			return Result[int]{Err: err}, true
 		}
-		if n, ok, _ := readNoWait(b.f, &b.noWait, p, -1); ok {
+		if n, ok, _ := readNoWait(b.f, &b.nw, p, -1); ok {
 			// Straight into p: the bytes were in memory (page cache, pipe buffer).
 			if n == 0 {
 				return Result[int]{Err: io.EOF}, true
@@ -195,4 +196,12 @@ func (b *blockingIO) idle(cx *Context) (readAhead int, ok bool) {
 		return 0, false
 	}
 	return len(b.rbuf), true
+}
+
+// noWait is what readNoWait keeps per file: whether non-blocking reads were found
+// unsupported (atomic: ReadAt futures of one file run concurrently), and the file's
+// syscall.RawConn, made once.
+type noWait struct {
+	off atomic.Bool
+	rc  syscall.RawConn
 }

@@ -4,7 +4,6 @@ package blitzio
 
 import (
 	"os"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,18 +17,23 @@ import (
 //
 // The worker doing this system call is the exception to "only the I/O driver blocks in
 // a system call" that RWF_NOWAIT makes safe: the call returns at once either way.
-func readNoWait(f *os.File, noWait *atomic.Bool, p []byte, off int64) (int, bool, error) {
-	if noWait.Load() || len(p) == 0 {
+func readNoWait(f *os.File, nw *noWait, p []byte, off int64) (int, bool, error) {
+	if nw.off.Load() || len(p) == 0 {
 		return 0, false, nil
 	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return 0, false, nil
+	if nw.rc == nil {
+		rc, err := f.SyscallConn() // it allocates: once per file, not per read
+		if err != nil {
+			nw.off.Store(true)
+			return 0, false, nil
+		}
+		nw.rc = rc
 	}
 	var n int
 	var rerr error
-	if cerr := rc.Control(func(fd uintptr) {
-		n, rerr = unix.Preadv2(int(fd), [][]byte{p}, off, unix.RWF_NOWAIT)
+	iov := [][]byte{p}
+	if cerr := nw.rc.Control(func(fd uintptr) {
+		n, rerr = unix.Preadv2(int(fd), iov, off, unix.RWF_NOWAIT)
 	}); cerr != nil {
 		return 0, false, nil
 	}
@@ -40,7 +44,7 @@ func readNoWait(f *os.File, noWait *atomic.Bool, p []byte, off int64) (int, bool
 		return 0, false, nil
 	case unix.EOPNOTSUPP, unix.EINVAL, unix.ENOSYS, unix.ESPIPE:
 		// This file (or kernel) does not do non-blocking reads: stop trying.
-		noWait.Store(true)
+		nw.off.Store(true)
 		return 0, false, nil
 	}
 	return 0, false, nil // let the blocking path report the error in os's form
