@@ -60,6 +60,7 @@ func EchoBench(srv Server, conns, size int) func(*testing.B) {
 // HTTPBench measures srv, an HTTP server, with conns keep-alive connections sending
 // GET /plaintext with pipeline requests per write. It reports "req/s".
 func HTTPBench(srv Server, conns, pipeline int) func(*testing.B) {
+	pipeline = max(1, pipeline)
 	return func(b *testing.B) {
 		addr := startServer(b, srv)
 		c, err := DialHTTP(context.Background(), addr, HTTPConfig{Conns: conns, Pipeline: pipeline})

@@ -34,8 +34,9 @@ func Connect(ctx context.Context, addr string, cfg ConnectConfig, total int) (Re
 	var wg sync.WaitGroup
 	start := time.Now()
 	d := net.Dialer{}
-	wg.Add(cfg.Workers)
-	for range cfg.Workers {
+	workers := min(cfg.Workers, total)
+	wg.Add(workers)
+	for range workers {
 		go func() {
 			defer wg.Done()
 			var b [1]byte

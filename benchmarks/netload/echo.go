@@ -37,8 +37,8 @@ type EchoClient struct {
 
 // DialEcho opens cfg.Conns connections to the echo server at addr.
 func DialEcho(ctx context.Context, addr string, cfg EchoConfig) (*EchoClient, error) {
-	if cfg.Conns <= 0 || cfg.Size <= 0 {
-		return nil, fmt.Errorf("netload: DialEcho: Conns %d and Size %d must be > 0", cfg.Conns, cfg.Size)
+	if cfg.Conns <= 0 || cfg.Conns > MaxConns || cfg.Size <= 0 || cfg.Size > MaxMsgSize {
+		return nil, fmt.Errorf("netload: DialEcho: Conns %d must be within [1, %d] and Size %d within [1, %d]", cfg.Conns, MaxConns, cfg.Size, MaxMsgSize)
 	}
 	conns, err := dialAll(ctx, addr, cfg.Conns, cfg.Timeout)
 	if err != nil {
@@ -123,7 +123,8 @@ func (c *EchoClient) roundTrips(i, n int) error {
 	return nil
 }
 
-// Close closes every connection. It is safe to call more than once.
+// Close closes every connection; it waits for a Run in progress to end. It is safe to
+// call more than once.
 func (c *EchoClient) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

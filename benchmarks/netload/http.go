@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -60,8 +61,8 @@ type HTTPClient struct {
 
 // DialHTTP opens cfg.Conns keep-alive connections to the HTTP server at addr.
 func DialHTTP(ctx context.Context, addr string, cfg HTTPConfig) (*HTTPClient, error) {
-	if cfg.Conns <= 0 || cfg.Pipeline < 0 {
-		return nil, fmt.Errorf("netload: DialHTTP: Conns %d must be > 0 and Pipeline %d >= 0", cfg.Conns, cfg.Pipeline)
+	if cfg.Conns <= 0 || cfg.Conns > MaxConns || cfg.Pipeline < 0 || cfg.Pipeline > MaxPipeline {
+		return nil, fmt.Errorf("netload: DialHTTP: Conns %d must be within [1, %d] and Pipeline %d within [0, %d]", cfg.Conns, MaxConns, cfg.Pipeline, MaxPipeline)
 	}
 	if cfg.Pipeline == 0 {
 		cfg.Pipeline = 1
@@ -74,7 +75,7 @@ func DialHTTP(ctx context.Context, addr string, cfg HTTPConfig) (*HTTPClient, er
 	}
 	c := &HTTPClient{cfg: cfg}
 	for _, r := range cfg.Requests {
-		if r.Path == "" || r.Path[0] != '/' || bytes.ContainsAny([]byte(r.Path), " \r\n") {
+		if r.Path == "" || r.Path[0] != '/' || strings.ContainsFunc(r.Path, func(c rune) bool { return c <= ' ' || c == 0x7f }) {
 			return nil, fmt.Errorf("netload: DialHTTP: request path %q is not an origin-form target", r.Path)
 		}
 		c.reqs = append(c.reqs, []byte("GET "+r.Path+" HTTP/1.1\r\nHost: "+cfg.Host+"\r\n\r\n"))
@@ -181,7 +182,8 @@ func truncate(b []byte) []byte {
 	return b
 }
 
-// Close closes every connection. It is safe to call more than once.
+// Close closes every connection; it waits for a Run in progress to end. It is safe to
+// call more than once.
 func (c *HTTPClient) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -718,5 +721,129 @@ func TestHoldModeString(t *testing.T) {
 				t.Errorf("parseHoldMode(%q) = %v, %v", want, back, err)
 			}
 		}
+	}
+}
+
+// TestEchoClientServerCloses: a server that closes the connection after the first
+// echo fails the run with the end of stream, not a hang or a silent short count.
+func TestEchoClientServerCloses(t *testing.T) {
+	defer watchdog(t, 30*time.Second)()
+	addr := rawServer(t, func(c net.Conn) {
+		buf := make([]byte, 32)
+		if _, err := io.ReadFull(c, buf); err == nil {
+			c.Write(buf)
+		}
+	})
+	c, err := DialEcho(context.Background(), addr, EchoConfig{Conns: 2, Size: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := c.Run(context.Background(), 3)
+	if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("Run: %+v, %v; want EOF, a reset or a broken pipe", r, err)
+	}
+	if r.Ops != 0 {
+		t.Fatalf("a failed Run reported %d round trips", r.Ops)
+	}
+}
+
+// TestStartErrors: every server reports a bad or busy address instead of serving
+// something else.
+func TestStartErrors(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyUDP, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busyUDP.Close()
+	for _, srv := range []Server{NetEcho(), NetpollEcho(), NetHTTP(), FastHTTP(), NetUDPEcho()} {
+		for _, addr := range []string{"not an address", "127.0.0.1:99999"} {
+			if _, stop, err := srv.Start(addr); err == nil {
+				stop()
+				t.Errorf("%s: Start(%q) succeeded", srv.Name, addr)
+			}
+		}
+	}
+	for _, srv := range []Server{NetEcho(), NetpollEcho(), NetHTTP(), FastHTTP()} {
+		if _, stop, err := srv.Start(busy.Addr().String()); err == nil {
+			stop()
+			t.Errorf("%s: Start on a busy port succeeded", srv.Name)
+		}
+	}
+	if _, stop, err := NetUDPEcho().Start(busyUDP.LocalAddr().String()); err == nil {
+		stop()
+		t.Error("udp: Start on a busy port succeeded")
+	}
+}
+
+func TestConfigBounds(t *testing.T) {
+	for _, cfg := range []EchoConfig{{Conns: MaxConns + 1, Size: 1}, {Conns: 1, Size: MaxMsgSize + 1}, {Conns: math.MaxInt, Size: math.MaxInt}} {
+		if _, err := DialEcho(context.Background(), "127.0.0.1:1", cfg); err == nil {
+			t.Errorf("DialEcho(%+v) succeeded", cfg)
+		}
+	}
+	for _, cfg := range []HTTPConfig{{Conns: math.MaxInt}, {Conns: 1, Pipeline: MaxPipeline + 1}} {
+		if _, err := DialHTTP(context.Background(), "127.0.0.1:1", cfg); err == nil {
+			t.Errorf("DialHTTP(%+v) succeeded", cfg)
+		}
+	}
+	if _, err := DialUDP(context.Background(), "127.0.0.1:1", UDPConfig{Sockets: math.MaxInt, Size: 64}); err == nil {
+		t.Error("DialUDP with MaxInt sockets succeeded")
+	}
+	addr := start(t, NetEcho())
+	c, err := DialEcho(context.Background(), addr, EchoConfig{Conns: 1, Size: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, n := range []int{0, -1, math.MinInt} {
+		if _, err := c.Run(context.Background(), n); err == nil {
+			t.Errorf("Run(%d) succeeded", n)
+		}
+	}
+	if r, err := c.Run(context.Background(), 1); err != nil || r.Ops != 1 {
+		t.Fatalf("Run after rejected counts: %+v, %v", r, err) // a rejected count does not break the client
+	}
+}
+
+// TestBenchBodies runs every Bench function once at a small shape against a baseline,
+// so a broken body fails here rather than in the middle of a blitzbench run.
+func TestBenchBodies(t *testing.T) {
+	defer watchdog(t, 120*time.Second)()
+	bt := flag.Lookup("test.benchtime")
+	old := bt.Value.String()
+	if err := bt.Value.Set("1x"); err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Value.Set(old)
+	for _, c := range []struct {
+		name, metric string
+		body         func(*testing.B)
+	}{
+		{"echo", "msgs/s", EchoBench(NetpollEcho(), 10, 64)},
+		{"http", "req/s", HTTPBench(FastHTTP(), 4, 16)},
+		{"http p0", "req/s", HTTPBench(NetHTTP(), 4, 0)},
+		{"accept", "conns/s", AcceptBench(NetEcho(), 2)},
+		{"udp", "dgrams/s", UDPBench(NetUDPEcho(), 4, 64)},
+		{"idle", "B/conn", IdleMemoryBench(NetEcho(), 20, HoldEcho)},
+	} {
+		r := testing.Benchmark(c.body)
+		if r.N == 0 {
+			t.Errorf("%s: the body failed", c.name)
+			continue
+		}
+		if v, ok := r.Extra[c.metric]; !ok || v <= 0 {
+			t.Errorf("%s: metric %s = %v (reported: %v)", c.name, c.metric, v, r.Extra)
+		}
+	}
+	// A body whose server does not start fails instead of measuring nothing.
+	broken := Server{Name: "broken", Start: func(string) (string, func() error, error) { return "", nil, errors.New("no") }}
+	if r := testing.Benchmark(EchoBench(broken, 1, 1)); r.N != 0 {
+		t.Errorf("a body whose server failed to start reported N=%d", r.N)
 	}
 }

@@ -22,6 +22,15 @@ var (
 	ErrClosed = errors.New("netload: client closed or broken by an earlier error")
 )
 
+// Bounds on a load's shape: beyond them a config is rejected with an error rather
+// than attempted (a million connections would fail on open files anyway, after a long
+// wait, and a giant message would be one giant allocation per connection).
+const (
+	MaxConns    = 1 << 20
+	MaxMsgSize  = 64 << 20
+	MaxPipeline = 1 << 12
+)
+
 // DefaultTimeout bounds one Run (or one Connect, or one idle-memory measurement) when
 // the config gives no timeout and the context has no earlier deadline.
 const DefaultTimeout = 30 * time.Second
@@ -134,8 +143,8 @@ func ctxErr(ctx context.Context, err error) error {
 // dialAll opens n TCP connections to addr, at most 32 dials at a time (a burst of
 // thousands of SYNs overflows the listen backlog and stalls on SYN retries).
 func dialAll(ctx context.Context, addr string, n int, timeout time.Duration) ([]*net.TCPConn, error) {
-	if n <= 0 {
-		return nil, fmt.Errorf("netload: connection count %d, want > 0", n)
+	if n <= 0 || n > MaxConns {
+		return nil, fmt.Errorf("netload: connection count %d, want 1 to %d", n, MaxConns)
 	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout

@@ -41,7 +41,7 @@ type UDPClient struct {
 
 // DialUDP opens cfg.Sockets UDP sockets connected to the server at addr.
 func DialUDP(ctx context.Context, addr string, cfg UDPConfig) (*UDPClient, error) {
-	if cfg.Sockets <= 0 || cfg.Size < 16 || cfg.Size > 65507 {
+	if cfg.Sockets <= 0 || cfg.Sockets > MaxConns || cfg.Size < 16 || cfg.Size > 65507 {
 		return nil, fmt.Errorf("netload: DialUDP: Sockets %d must be > 0 and Size %d within [16, 65507]", cfg.Sockets, cfg.Size)
 	}
 	if cfg.Wait <= 0 {
@@ -164,7 +164,8 @@ func (c *UDPClient) exchange(ctx context.Context, i, n int, deadline time.Time, 
 	return r, nil
 }
 
-// Close closes every socket. It is safe to call more than once.
+// Close closes every socket; it waits for a Run in progress to end. It is safe to
+// call more than once.
 func (c *UDPClient) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
