@@ -76,6 +76,9 @@ func (c *EchoClient) Run(ctx context.Context, perConn int) (Result, error) {
 	if perConn <= 0 {
 		return Result{}, fmt.Errorf("netload: EchoClient.Run: perConn %d, want > 0", perConn)
 	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
 	release, err := bindConns(ctx, c.conns, runDeadline(ctx, c.cfg.Timeout))
 	defer release()
 	if err != nil {

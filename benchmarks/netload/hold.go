@@ -227,7 +227,8 @@ type HoldConfig struct {
 	// Settle is how long to wait, after the holder reports every connection served,
 	// before the "after" reading, so the server's last handlers park (default 200ms).
 	Settle time.Duration
-	// Timeout bounds the whole measurement (default DefaultTimeout).
+	// Timeout bounds the whole measurement, the holder's life included (default
+	// DefaultTimeout plus 2ms per connection: 60 s for 15,000).
 	Timeout time.Duration
 }
 
@@ -272,7 +273,7 @@ func IdleConnMemory(ctx context.Context, srv Server, cfg HoldConfig) (res MemRes
 		cfg.Settle = 200 * time.Millisecond
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
+		cfg.Timeout = DefaultTimeout + time.Duration(cfg.Conns)*2*time.Millisecond
 	}
 	limit, err := raiseNoFileLimit()
 	if err != nil {

@@ -108,6 +108,9 @@ func (c *HTTPClient) Run(ctx context.Context, perConn int) (Result, error) {
 	if perConn <= 0 {
 		return Result{}, fmt.Errorf("netload: HTTPClient.Run: perConn %d, want > 0", perConn)
 	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
 	release, err := bindConns(ctx, c.conns, runDeadline(ctx, c.cfg.Timeout))
 	defer release()
 	if err != nil {

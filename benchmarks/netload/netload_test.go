@@ -847,3 +847,81 @@ func TestBenchBodies(t *testing.T) {
 		t.Errorf("a body whose server failed to start reported N=%d", r.N)
 	}
 }
+
+// TestClientsConcurrentUse: Runs and Close called from several goroutines at once are
+// serialised (the race detector checks the client's state); after Close every call
+// reports ErrClosed.
+func TestClientsConcurrentUse(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	echoAddr := start(t, NetEcho())
+	httpAddr := start(t, NetHTTP())
+	udpAddr := start(t, NetUDPEcho())
+	ec, err := DialEcho(context.Background(), echoAddr, EchoConfig{Conns: 3, Size: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, err := DialHTTP(context.Background(), httpAddr, HTTPConfig{Conns: 3, Pipeline: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc, err := DialUDP(context.Background(), udpAddr, UDPConfig{Sockets: 3, Size: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := []func() (Result, error){
+		func() (Result, error) { return ec.Run(context.Background(), 20) },
+		func() (Result, error) { return hc.Run(context.Background(), 20) },
+		func() (Result, error) { return uc.Run(context.Background(), 20) },
+	}
+	var wg sync.WaitGroup
+	var closed atomic.Bool
+	for g := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				_, err := runs[g%3]()
+				if err != nil && !(closed.Load() && errors.Is(err, ErrClosed)) {
+					t.Errorf("run %d: %v", g%3, err)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	closed.Store(true)
+	for _, c := range []io.Closer{ec, hc, uc} {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	wg.Wait()
+	for i, run := range runs {
+		if _, err := run(); !errors.Is(err, ErrClosed) {
+			t.Errorf("run %d after Close: %v, want ErrClosed", i, err)
+		}
+	}
+}
+
+// TestRunWithCancelledContext: a context already cancelled fails a Run at once with
+// context.Canceled.
+func TestRunWithCancelledContext(t *testing.T) {
+	defer watchdog(t, 30*time.Second)()
+	addr := start(t, NetEcho())
+	c, err := DialEcho(context.Background(), addr, EchoConfig{Conns: 2, Size: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Run(ctx, 1_000_000); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want context.Canceled", err)
+	}
+	if _, err := Connect(ctx, addr, ConnectConfig{Workers: 2}, 1_000_000); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Connect: %v, want context.Canceled", err)
+	}
+	if _, err := IdleConnMemory(ctx, NetEcho(), HoldConfig{Conns: 5, Mode: HoldEcho}); err == nil {
+		t.Fatal("IdleConnMemory with a cancelled context succeeded")
+	}
+}

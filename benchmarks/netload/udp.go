@@ -73,6 +73,9 @@ func (c *UDPClient) Run(ctx context.Context, perSocket int) (Result, error) {
 		return Result{}, fmt.Errorf("netload: UDPClient.Run: perSocket %d, want > 0", perSocket)
 	}
 	deadline := runDeadline(ctx, c.cfg.Timeout)
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
 	release, err := bindConns(ctx, c.socks, deadline)
 	defer release()
 	if err != nil {
