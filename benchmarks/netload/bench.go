@@ -12,9 +12,13 @@ import (
 // that fails to stop cleanly.
 
 // batchOps is about how many operations one b.Loop iteration does, split across the
-// connections: large enough that starting a Run's goroutines is noise, small enough
-// that a 200ms benchtime still sees several iterations.
-const batchOps = 10_000
+// connections: large enough that starting a Run's goroutines is noise. acceptBatch is
+// the connections one AcceptBench iteration opens. Variables so that the test of the
+// bodies can run them small.
+var (
+	batchOps    = 10_000
+	acceptBatch = 1_000
+)
 
 func perConn(conns int) int { return max(1, batchOps/conns) }
 
@@ -93,7 +97,7 @@ func AcceptBench(srv Server, workers int) func(*testing.B) {
 		var total Result
 		b.ReportAllocs()
 		for b.Loop() {
-			r, err := Connect(context.Background(), addr, ConnectConfig{Workers: workers}, 1_000)
+			r, err := Connect(context.Background(), addr, ConnectConfig{Workers: workers}, acceptBatch)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -821,6 +821,8 @@ func TestBenchBodies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bt.Value.Set(old)
+	defer func(ops, acc int) { batchOps, acceptBatch = ops, acc }(batchOps, acceptBatch)
+	batchOps, acceptBatch = 500, 50
 	for _, c := range []struct {
 		name, metric string
 		body         func(*testing.B)
