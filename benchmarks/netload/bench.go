@@ -24,6 +24,9 @@ func perConn(conns int) int { return max(1, batchOps/conns) }
 
 func startServer(b *testing.B, srv Server) string {
 	b.Helper()
+	if srv.Start == nil {
+		b.Fatalf("server %q has no Start function", srv.Name)
+	}
 	addr, stop, err := srv.Start("127.0.0.1:0")
 	if err != nil {
 		b.Fatalf("start %s: %v", srv.Name, err)

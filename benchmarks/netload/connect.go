@@ -26,6 +26,9 @@ func Connect(ctx context.Context, addr string, cfg ConnectConfig, total int) (Re
 	if cfg.Workers <= 0 || total <= 0 {
 		return Result{}, fmt.Errorf("netload: Connect: Workers %d and total %d must be > 0", cfg.Workers, total)
 	}
+	if err := checkLoopback(addr); err != nil {
+		return Result{}, err
+	}
 	deadline := runDeadline(ctx, cfg.Timeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()

@@ -17,8 +17,9 @@
 //     connection, with the connections held by a child process (see [RunHolderIfChild]).
 //
 // Every run is bounded in count and time and reports its errors: a server that stops
-// answering fails the run with a timeout instead of hanging it. Everything runs on
-// loopback addresses only.
+// answering fails the run with a timeout instead of hanging it. The clients refuse any
+// address outside the loopback range (127.0.0.0/8, ::1, localhost) with
+// [ErrNotLoopback], before sending anything.
 //
 // The Bench functions ([EchoBench], [HTTPBench], [AcceptBench], [UDPBench],
 // [IdleMemoryBench]) turn a server and a load shape into a testing.B body, so the go

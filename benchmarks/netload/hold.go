@@ -85,6 +85,9 @@ func holdMain(stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	addr := os.Getenv(holdEnvAddr)
+	if err := checkLoopback(addr); err != nil {
+		return fail(err)
+	}
 	n, err := strconv.Atoi(os.Getenv(holdEnvConns))
 	if err != nil || n <= 0 {
 		return fail(fmt.Errorf("bad %s %q", holdEnvConns, os.Getenv(holdEnvConns)))
@@ -269,6 +272,9 @@ func IdleConnMemory(ctx context.Context, srv Server, cfg HoldConfig) (res MemRes
 	if cfg.Conns <= 0 || (cfg.Mode != HoldEcho && cfg.Mode != HoldHTTP) {
 		return res, fmt.Errorf("netload: IdleConnMemory: Conns %d must be > 0 and Mode (%v) HoldEcho or HoldHTTP", cfg.Conns, cfg.Mode)
 	}
+	if srv.Start == nil {
+		return res, fmt.Errorf("netload: IdleConnMemory: server %q has no Start function", srv.Name)
+	}
 	if cfg.Settle <= 0 {
 		cfg.Settle = 200 * time.Millisecond
 	}
@@ -300,6 +306,9 @@ func IdleConnMemory(ctx context.Context, srv Server, cfg HoldConfig) (res MemRes
 			err = errors.Join(err, fmt.Errorf("netload: IdleConnMemory: stop %s: %w", srv.Name, serr))
 		}
 	}()
+	if err := checkLoopback(addr); err != nil {
+		return res, fmt.Errorf("netload: IdleConnMemory: %s bound %q: %w", srv.Name, addr, err)
+	}
 	res.Conns = cfg.Conns
 	res.Before = memInUse()
 

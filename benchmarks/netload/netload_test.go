@@ -927,3 +927,36 @@ func TestRunWithCancelledContext(t *testing.T) {
 		t.Fatal("IdleConnMemory with a cancelled context succeeded")
 	}
 }
+
+// TestLoopbackOnly: the clients refuse any address outside the loopback range before
+// sending anything, and a server that binds elsewhere is refused by IdleConnMemory.
+func TestLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"10.1.2.3:80", "192.168.0.1:80", "8.8.8.8:53", "example.com:80", "[2001:db8::1]:80"} {
+		if _, err := DialEcho(context.Background(), addr, EchoConfig{Conns: 1, Size: 1}); !errors.Is(err, ErrNotLoopback) {
+			t.Errorf("DialEcho(%s): %v, want ErrNotLoopback", addr, err)
+		}
+		if _, err := DialHTTP(context.Background(), addr, HTTPConfig{Conns: 1}); !errors.Is(err, ErrNotLoopback) {
+			t.Errorf("DialHTTP(%s): %v, want ErrNotLoopback", addr, err)
+		}
+		if _, err := DialUDP(context.Background(), addr, UDPConfig{Sockets: 1, Size: 16}); !errors.Is(err, ErrNotLoopback) {
+			t.Errorf("DialUDP(%s): %v, want ErrNotLoopback", addr, err)
+		}
+		if _, err := Connect(context.Background(), addr, ConnectConfig{Workers: 1}, 1); !errors.Is(err, ErrNotLoopback) {
+			t.Errorf("Connect(%s): %v, want ErrNotLoopback", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:1", "127.9.9.9:1", "[::1]:1", "localhost:1"} {
+		if err := checkLoopback(addr); err != nil {
+			t.Errorf("checkLoopback(%s): %v", addr, err)
+		}
+	}
+	elsewhere := Server{Name: "elsewhere", Start: func(string) (string, func() error, error) {
+		return "10.9.9.9:80", func() error { return nil }, nil
+	}}
+	if _, err := IdleConnMemory(context.Background(), elsewhere, HoldConfig{Conns: 1, Mode: HoldEcho}); !errors.Is(err, ErrNotLoopback) {
+		t.Errorf("IdleConnMemory on a non-loopback server: %v, want ErrNotLoopback", err)
+	}
+	if _, err := IdleConnMemory(context.Background(), Server{Name: "nil"}, HoldConfig{Conns: 1, Mode: HoldEcho}); err == nil {
+		t.Error("IdleConnMemory with a nil Start: no error")
+	}
+}

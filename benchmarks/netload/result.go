@@ -140,11 +140,34 @@ func ctxErr(ctx context.Context, err error) error {
 	return err
 }
 
+// ErrNotLoopback: a client was given an address outside the loopback range. The load
+// clients only ever send to this machine.
+var ErrNotLoopback = errors.New("netload: address is not a loopback address")
+
+// checkLoopback accepts "host:port" where host is a loopback IP (127.0.0.0/8, ::1) or
+// "localhost".
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("netload: address %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%w: %q", ErrNotLoopback, addr)
+}
+
 // dialAll opens n TCP connections to addr, at most 32 dials at a time (a burst of
 // thousands of SYNs overflows the listen backlog and stalls on SYN retries).
 func dialAll(ctx context.Context, addr string, n int, timeout time.Duration) ([]*net.TCPConn, error) {
 	if n <= 0 || n > MaxConns {
 		return nil, fmt.Errorf("netload: connection count %d, want 1 to %d", n, MaxConns)
+	}
+	if err := checkLoopback(addr); err != nil {
+		return nil, err
 	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout

@@ -44,6 +44,9 @@ func DialUDP(ctx context.Context, addr string, cfg UDPConfig) (*UDPClient, error
 	if cfg.Sockets <= 0 || cfg.Sockets > MaxConns || cfg.Size < 16 || cfg.Size > 65507 {
 		return nil, fmt.Errorf("netload: DialUDP: Sockets %d must be > 0 and Size %d within [16, 65507]", cfg.Sockets, cfg.Size)
 	}
+	if err := checkLoopback(addr); err != nil {
+		return nil, err
+	}
 	if cfg.Wait <= 0 {
 		cfg.Wait = 200 * time.Millisecond
 	}
