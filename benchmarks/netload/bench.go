@@ -138,7 +138,8 @@ func UDPBench(srv Server, sockets, size int) func(*testing.B) {
 
 // IdleMemoryBench measures the memory srv's process spends per idle connection with
 // conns connections held by a child process (see IdleConnMemory). It reports "B/conn"
-// (the last iteration's figure) and "conns". The benchmark binary must call
+// (heap+stack, the last iteration's figure), "RSS-B/conn" (resident set, where known)
+// and "conns". The benchmark binary must call
 // RunHolderIfChild at start.
 func IdleMemoryBench(srv Server, conns int, mode HoldMode) func(*testing.B) {
 	return func(b *testing.B) {
@@ -151,6 +152,9 @@ func IdleMemoryBench(srv Server, conns int, mode HoldMode) func(*testing.B) {
 			}
 		}
 		b.ReportMetric(m.PerConn(), "B/conn")
+		if rss := m.RSSPerConn(); rss != 0 {
+			b.ReportMetric(rss, "RSS-B/conn")
+		}
 		b.ReportMetric(float64(m.Conns), "conns")
 	}
 }

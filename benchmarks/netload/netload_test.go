@@ -664,7 +664,10 @@ func TestIdleConnMemory(t *testing.T) {
 			if m.Conns != k || m.Before == 0 || m.After == 0 {
 				t.Fatalf("result %+v", m)
 			}
-			t.Logf("%s: %.0f B/conn at %d connections", c.srv.Name, m.PerConn(), k)
+			t.Logf("%s: %.0f B/conn heap+stack, %.0f B/conn resident, at %d connections", c.srv.Name, m.PerConn(), m.RSSPerConn(), k)
+			if runtime.GOOS == "linux" && (m.RSSBefore == 0 || m.RSSAfter == 0) {
+				t.Fatalf("no resident set on Linux: %+v", m)
+			}
 			// A goroutine-per-connection server holds at least a goroutine stack (2 KiB
 			// at the least) and its 4 KiB read buffer per connection: if the holder did
 			// not really hold k connections open, the growth falls short of that.

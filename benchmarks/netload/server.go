@@ -69,6 +69,15 @@ func startNetEcho(addr string) (string, func() error, error) {
 	return serveNetEcho(ln, nil)
 }
 
+// ServeEcho serves echo on ln the way NetEcho does (one goroutine per connection, a
+// 4 KiB buffer each) until the returned stop function closes ln and every connection
+// and waits for their goroutines. It is how a goroutine-per-connection echo server
+// over any net.Listener (the standard one, or an adapter's) becomes a [StartFunc]'s
+// result, so the two can be compared with nothing else different.
+func ServeEcho(ln net.Listener) (bound string, stop func() error, err error) {
+	return serveNetEcho(ln, nil)
+}
+
 // serveNetEcho serves echo on ln, one goroutine per connection; onConn, if not nil, is
 // called with +1 when a connection's goroutine starts and -1 when it ends.
 func serveNetEcho(ln net.Listener, onConn func(delta int64)) (string, func() error, error) {
@@ -281,8 +290,9 @@ func startNetUDPEcho(addr string) (string, func() error, error) {
 	}), nil
 }
 
-// plaintextHandler is the net/http handler of the plaintext route; other paths get 404.
-func plaintextHandler() http.Handler {
+// PlaintextHandler is the net/http handler of NetHTTP: GET /plaintext answered with
+// PlaintextBody (Content-Type text/plain, Content-Length 13); other paths get 404.
+func PlaintextHandler() http.Handler {
 	body := []byte(PlaintextBody)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PlaintextPath, func(w http.ResponseWriter, _ *http.Request) {
@@ -295,20 +305,22 @@ func plaintextHandler() http.Handler {
 }
 
 // NetHTTP is net/http's server with the plaintext route (http.ServeMux, 404 elsewhere).
+// PlaintextHandler is that handler, for serving it over another listener with
+// ServeHTTP.
 func NetHTTP() Server {
 	return Server{Name: "net/http", Start: func(addr string) (string, func() error, error) {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return "", nil, err
 		}
-		return ServeHTTP(ln, plaintextHandler())
+		return ServeHTTP(ln, PlaintextHandler())
 	}}
 }
 
 // ServeHTTP serves h with net/http's server on ln until the returned stop function
 // closes the server and its connections. It is how an http.Handler server over any
 // net.Listener (the standard one, or an adapter's) becomes a [StartFunc]'s result.
-func ServeHTTP(ln net.Listener, h http.Handler) (string, func() error, error) {
+func ServeHTTP(ln net.Listener, h http.Handler) (bound string, stop func() error, err error) {
 	srv := &http.Server{Handler: h}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
