@@ -70,6 +70,9 @@ func netImpls(ours, baselines []netload.Server, missing string, body func(netloa
 // netCase builds one case from its servers.
 func netCase(name, note, metric string, higher bool, ours, baselines []netload.Server, missing string, body func(netload.Server) func(*testing.B), targets ...Target) Case {
 	o, bs, roles := netImpls(ours, baselines, missing, body)
+	if len(ours) == 0 {
+		note += " [" + missing + ": its row is skipped]"
+	}
 	return Case{Name: name, Note: note, Metric: metric, HigherIsBetter: higher, Ours: o, Baselines: bs, Roles: roles, Targets: targets}
 }
 
