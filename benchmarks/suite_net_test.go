@@ -11,7 +11,9 @@ import (
 // one our variant; with the lists empty, ours is a body that skips.
 func TestNetSuiteHooks(t *testing.T) {
 	saved := [][]netload.Server{netServers, udpServers, httpServers, adapterEchoServers}
-	defer func() { netServers, udpServers, httpServers, adapterEchoServers = saved[0], saved[1], saved[2], saved[3] }()
+	defer func() {
+		netServers, udpServers, httpServers, adapterEchoServers = saved[0], saved[1], saved[2], saved[3]
+	}()
 
 	netServers, udpServers, httpServers, adapterEchoServers = nil, nil, nil, nil
 	for _, c := range append(netCases(Config{Quick: true}), httpCases(Config{Quick: true})...) {
