@@ -310,6 +310,11 @@ func IdleConnMemory(ctx context.Context, srv Server, cfg HoldConfig) (res MemRes
 	if srv.Start == nil {
 		return res, fmt.Errorf("netload: IdleConnMemory: server %q has no Start function", srv.Name)
 	}
+	if os.Getenv(holdEnv) != "" {
+		// We are a holder whose program never called RunHolderIfChild: measuring here
+		// would start a holder of our own, and so on without end.
+		return res, errors.New("netload: IdleConnMemory: this process was started as a connection holder, but its program does not call RunHolderIfChild first")
+	}
 	if cfg.Settle <= 0 {
 		cfg.Settle = 200 * time.Millisecond
 	}

@@ -963,3 +963,14 @@ func TestLoopbackOnly(t *testing.T) {
 		t.Error("IdleConnMemory with a nil Start: no error")
 	}
 }
+
+// TestIdleConnMemoryInHolder: a holder process whose program forgot RunHolderIfChild
+// (it runs its tests again, which measure again) gets an error instead of starting a
+// holder of its own, and so on without end.
+func TestIdleConnMemoryInHolder(t *testing.T) {
+	t.Setenv(holdEnv, "1")
+	_, err := IdleConnMemory(context.Background(), NetEcho(), HoldConfig{Conns: 1, Mode: HoldEcho})
+	if err == nil || !strings.Contains(err.Error(), "RunHolderIfChild") {
+		t.Fatalf("IdleConnMemory inside a holder: %v, want an error naming RunHolderIfChild", err)
+	}
+}
