@@ -26,8 +26,11 @@ var (
 // than attempted (a million connections would fail on open files anyway, after a long
 // wait, and a giant message would be one giant allocation per connection).
 const (
-	MaxConns    = 1 << 20
-	MaxMsgSize  = 64 << 20
+	// MaxConns is the most connections (or UDP sockets) one client opens.
+	MaxConns = 1 << 20
+	// MaxMsgSize is the largest echo message.
+	MaxMsgSize = 64 << 20
+	// MaxPipeline is the deepest HTTP pipeline.
 	MaxPipeline = 1 << 12
 )
 
