@@ -651,7 +651,7 @@ func TestIdleConnMemoryHoldsConnections(t *testing.T) {
 
 func TestIdleConnMemory(t *testing.T) {
 	defer watchdog(t, 120*time.Second)()
-	const k = 50
+	const k = 200 // 200 x at least 4 KiB stands well above the noise of a GC'd heap
 	for _, c := range []struct {
 		srv  Server
 		mode HoldMode
