@@ -289,6 +289,9 @@ func readHead(rd *bufio.Reader) (status int, length int64, chunked bool, err err
 		}
 		status = status*10 + int(d-'0')
 	}
+	if status < 100 {
+		return 0, 0, false, fmt.Errorf("%w: status %03d in %q", ErrBadResponse, status, line)
+	}
 	length = -1
 	for n := 0; ; n++ {
 		if n == maxHeaderLines {

@@ -372,6 +372,7 @@ func TestReadResponse(t *testing.T) {
 		{"HTTP/1.0", "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx", 200, "x", nil, ""},
 		{"bad version", "HTTX/1.1 200 OK\r\n\r\n", 0, "", ErrBadResponse, ""},
 		{"bad status", "HTTP/1.1 2x0 OK\r\n\r\n", 0, "", ErrBadResponse, ""},
+		{"status below 100 (found by FuzzReadResponse)", "HTTP/1.0 000 \r\nContent-Length: 0\r\n\r\n", 0, "", ErrBadResponse, ""},
 		{"status too long", "HTTP/1.1 2000 OK\r\n\r\n", 0, "", ErrBadResponse, ""},
 		{"LF only", "HTTP/1.1 200 OK\nContent-Length: 0\n\n", 0, "", ErrBadResponse, ""},
 		{"no length", "HTTP/1.1 200 OK\r\n\r\nbody", 200, "", ErrBadResponse, ""},
@@ -973,4 +974,39 @@ func TestIdleConnMemoryInHolder(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "RunHolderIfChild") {
 		t.Fatalf("IdleConnMemory inside a holder: %v, want an error naming RunHolderIfChild", err)
 	}
+}
+
+// FuzzReadResponse: no input makes ReadResponse panic, read past its limits, or report
+// success with an impossible status; and a success consumed exactly one response: the
+// bytes it consumed, followed by anything, parse the same and leave that anything.
+func FuzzReadResponse(f *testing.F) {
+	for _, seed := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, World!",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n7;x=y\r\nHello, \r\n6\r\nWorld!\r\n0\r\nT: 1\r\n\r\n",
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+		"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffff\r\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		rd := bufio.NewReaderSize(bytes.NewReader(in), 4096)
+		status, body, err := ReadResponse(rd, nil)
+		if err != nil {
+			return
+		}
+		if status < 200 || status > 999 || len(body) > maxBodyBytes {
+			t.Fatalf("accepted status %d with a %d-byte body", status, len(body))
+		}
+		rest, _ := io.ReadAll(rd)
+		consumed := in[:len(in)-len(rest)]
+		const tail = "\x00tail"
+		rd2 := bufio.NewReaderSize(strings.NewReader(string(consumed)+tail), 4096)
+		status2, body2, err := ReadResponse(rd2, nil)
+		left, _ := io.ReadAll(rd2)
+		if err != nil || status2 != status || !bytes.Equal(body2, body) || string(left) != tail {
+			t.Fatalf("the %d consumed bytes plus a tail parse as %d %q %v leaving %q; alone they gave %d %q",
+				len(consumed), status2, body2, err, left, status, body)
+		}
+	})
 }
