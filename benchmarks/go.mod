@@ -8,7 +8,19 @@ require (
 	github.com/blitzgo/blitz/shared/lockfree v0.1.0
 )
 
-require golang.org/x/sync v0.19.0
+require (
+	github.com/cloudwego/netpoll v0.7.2
+	github.com/valyala/fasthttp v1.70.0
+	golang.org/x/sync v0.19.0
+)
+
+require (
+	github.com/andybalholm/brotli v1.2.1 // indirect
+	github.com/bytedance/gopkg v0.1.1 // indirect
+	github.com/cloudwego/gopkg v0.1.4 // indirect
+	github.com/klauspost/compress v1.18.5 // indirect
+	github.com/valyala/bytebufferpool v1.0.0 // indirect
+)
 
 require (
 	github.com/sourcegraph/conc v0.3.0
