@@ -105,6 +105,35 @@
 // JoinHandle, reading a JoinHandle after Detach. A Config that names an I/O backend the
 // platform lacks makes New fail with ErrBackendUnavailable.
 //
+// # Streams, files, processes, signals and a graceful stop
+//
+// AsyncReader and AsyncWriter are the poll forms of io.Reader and io.Writer (Tokio's
+// AsyncRead and AsyncWrite); package blitzio/stream builds on them: Read, ReadFull,
+// WriteAll, Copy, CopyBidirectional, BufReader (ReadLine), BufWriter, and framing with
+// LinesCodec and LengthDelimitedCodec, over sockets, files, pipes and the in-memory
+// stream.Duplex alike.
+//
+// Files work like package os, as futures (Tokio's tokio::fs): Open, Create, OpenFile and
+// OpenOptions give a *File (an AsyncReader and AsyncWriter with ReadAt, WriteAt, SeekTo,
+// Sync, SetLen, Stat, Close); ReadFile, WriteFile, CopyFile, Rename, Remove, RemoveAll,
+// Mkdir, MkdirAll, Stat, Lstat, Chmod, Link, Symlink, Readlink, Canonicalize and Exists
+// act on paths, and ReadDir streams a directory's entries. Their errors are os's
+// (*fs.PathError), so errors.Is(err, fs.ErrNotExist) works. File calls run on the
+// blocking pool, except reads whose bytes are already in memory, which the worker does
+// itself (preadv2 with RWF_NOWAIT on Linux).
+//
+// Command starts child processes (Tokio's tokio::process): arguments, environment,
+// directory, and stdin, stdout and stderr inherited, null or piped as Files; a Child has
+// a Wait future, TryWait, Kill and Signal, and Output and Status collect a run. A child
+// is reaped when it exits even if nobody waits for it.
+//
+// ListenSignals delivers signals to tasks by portable SignalKind (SIGUSR1 is 10 on Linux
+// and 30 on macOS; the kinds name the right one), to every listener of a signal, and
+// CtrlC is the future of an interrupt. NewShutdown coordinates a graceful stop in the
+// style of http.Server.Shutdown: a signal or code triggers it, new work is refused,
+// work in flight holds WorkGuards that Wait lets finish within a deadline, then Wait
+// runs the hooks (a server's Shutdown, Runtime.Shutdown).
+//
 // # The scheduler (worker.go, queue.go, inject.go, idle.go)
 //
 // Each worker goroutine owns a 256-slot ring (FIFO for fairness; others steal half of it
