@@ -2,6 +2,7 @@ package stream
 
 import (
 	"io"
+	"net"
 	"sync"
 
 	"github.com/blitzgo/blitz/blitzio"
@@ -147,3 +148,16 @@ func (b *pipeBuf) close(writer bool) {
 	rw.Wake()
 	ww.Wake()
 }
+
+// duplexAddr is the address of both ends of a Duplex.
+type duplexAddr struct{}
+
+func (duplexAddr) Network() string { return "duplex" }
+func (duplexAddr) String() string  { return "duplex" }
+
+// LocalAddr returns the address "duplex" (a Duplex has no real addresses), so that a
+// DuplexStream is a ConnStream and NewConn can make it a net.Conn.
+func (d *DuplexStream) LocalAddr() net.Addr { return duplexAddr{} }
+
+// RemoteAddr returns the address "duplex".
+func (d *DuplexStream) RemoteAddr() net.Addr { return duplexAddr{} }

@@ -1,0 +1,287 @@
+package stream
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/blitzgo/blitz/blitzio"
+)
+
+// ConnStream is what NewConn adapts: a bidirectional async stream with addresses and
+// Close, such as a blitzio TCP or Unix stream.
+type ConnStream interface {
+	blitzio.AsyncReadWriter
+	Close() error
+	LocalAddr() net.Addr
+	RemoteAddr() net.Addr
+}
+
+// Conn is an async stream seen as a net.Conn, for code written for goroutines:
+// net/http, crypto/tls, a database driver. Read and Write block the calling goroutine
+// (parking it the Go way, on a channel; no thread is held and nothing spins) while the
+// stream waits for readiness; the runtime's driver wakes it. Deadlines are honoured
+// (timeouts are os.ErrDeadlineExceeded, a net.Error whose Timeout is true), and Close
+// unblocks every waiting call with net.ErrClosed. It is safe for concurrent use as the
+// net.Conn contract requires: reads are serialised with reads and writes with writes.
+//
+// Calls on a Conn block, so they must not be made from a task: a task uses the stream's
+// futures directly.
+type Conn struct {
+	s        ConnStream
+	rmu, wmu sync.Mutex
+	closeMu  sync.Mutex
+	closed   chan struct{}
+	isClosed bool
+	rdl, wdl deadline
+}
+
+// NewConn returns s as a net.Conn. The Conn owns s: closing the Conn closes s.
+func NewConn(s ConnStream) *Conn {
+	if s == nil {
+		panic("stream: NewConn with a nil stream")
+	}
+	return &Conn{s: s, closed: make(chan struct{}), rdl: makeDeadline(), wdl: makeDeadline()}
+}
+
+// Stream returns the adapted stream.
+func (c *Conn) Stream() ConnStream { return c.s }
+
+func (c *Conn) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: netOf(c.s.LocalAddr()), Source: c.s.LocalAddr(), Addr: c.s.RemoteAddr(), Err: err}
+}
+
+func netOf(a net.Addr) string {
+	if a == nil {
+		return "stream"
+	}
+	return a.Network()
+}
+
+// wait parks until p is woken, the deadline passes or the Conn closes; it returns the
+// error that ends the call, or nil to poll again.
+func (c *Conn) wait(p *connParker, dl *deadline) error {
+	select {
+	case <-p.ch:
+		return nil
+	case <-c.closed:
+		return net.ErrClosed
+	case <-dl.wait():
+		return os.ErrDeadlineExceeded
+	}
+}
+
+// Read implements net.Conn.
+func (c *Conn) Read(b []byte) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if err := c.check(&c.rdl); err != nil {
+		return 0, c.opError("read", err)
+	}
+	if len(b) == 0 {
+		return 0, nil
+	}
+	p := getConnParker()
+	defer p.put()
+	for {
+		r, ok := c.s.PollRead(p.cx, b)
+		if ok {
+			if r.Err == io.EOF {
+				return r.Value, io.EOF // io.EOF unwrapped, as net.Conn's Read gives it
+			}
+			if r.Err != nil {
+				return r.Value, c.opError("read", c.closedOr(r.Err))
+			}
+			return r.Value, nil
+		}
+		if err := c.wait(p, &c.rdl); err != nil {
+			return 0, c.opError("read", err)
+		}
+	}
+}
+
+// Write implements net.Conn: it writes all of b or returns the count written and the
+// error that stopped it.
+func (c *Conn) Write(b []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.check(&c.wdl); err != nil {
+		return 0, c.opError("write", err)
+	}
+	p := getConnParker()
+	defer p.put()
+	n := 0
+	for n < len(b) {
+		r, ok := c.s.PollWrite(p.cx, b[n:])
+		if ok {
+			if r.Err != nil {
+				return n, c.opError("write", c.closedOr(r.Err))
+			}
+			n += r.Value
+			continue
+		}
+		if err := c.wait(p, &c.wdl); err != nil {
+			return n, c.opError("write", err)
+		}
+	}
+	return n, nil
+}
+
+// check reports net.ErrClosed after Close and os.ErrDeadlineExceeded after the deadline.
+func (c *Conn) check(dl *deadline) error {
+	select {
+	case <-c.closed:
+		return net.ErrClosed
+	default:
+	}
+	select {
+	case <-dl.wait():
+		return os.ErrDeadlineExceeded
+	default:
+	}
+	return nil
+}
+
+// closedOr returns net.ErrClosed if the Conn was closed (the stream's own error for a
+// closed stream varies), else err.
+func (c *Conn) closedOr(err error) error {
+	select {
+	case <-c.closed:
+		return net.ErrClosed
+	default:
+		return err
+	}
+}
+
+// Close implements net.Conn: waiting Reads and Writes return net.ErrClosed, and the
+// stream is closed. A second Close returns an error wrapping net.ErrClosed.
+func (c *Conn) Close() error {
+	c.closeMu.Lock()
+	if c.isClosed {
+		c.closeMu.Unlock()
+		return c.opError("close", net.ErrClosed)
+	}
+	c.isClosed = true
+	close(c.closed)
+	c.closeMu.Unlock()
+	if err := c.s.Close(); err != nil {
+		return c.opError("close", err)
+	}
+	return nil
+}
+
+// CloseWrite shuts down the writing side if the stream can (blitzio.AsyncCloseWriter),
+// like net.TCPConn.CloseWrite.
+func (c *Conn) CloseWrite() error {
+	if cw, ok := c.s.(blitzio.AsyncCloseWriter); ok {
+		if err := cw.CloseWrite(); err != nil {
+			return c.opError("close", err)
+		}
+		return nil
+	}
+	return c.opError("close", errors.ErrUnsupported)
+}
+
+// LocalAddr implements net.Conn.
+func (c *Conn) LocalAddr() net.Addr { return c.s.LocalAddr() }
+
+// RemoteAddr implements net.Conn.
+func (c *Conn) RemoteAddr() net.Addr { return c.s.RemoteAddr() }
+
+// SetDeadline implements net.Conn.
+func (c *Conn) SetDeadline(t time.Time) error {
+	c.rdl.set(t)
+	c.wdl.set(t)
+	return nil
+}
+
+// SetReadDeadline implements net.Conn.
+func (c *Conn) SetReadDeadline(t time.Time) error { c.rdl.set(t); return nil }
+
+// SetWriteDeadline implements net.Conn.
+func (c *Conn) SetWriteDeadline(t time.Time) error { c.wdl.set(t); return nil }
+
+// deadline is a settable point in time with a channel closed when it passes, so that a
+// parked call selects on it (the technique of net.Pipe).
+type deadline struct {
+	mu     sync.Mutex
+	timer  *time.Timer
+	cancel chan struct{} // closed when the deadline passes
+}
+
+func makeDeadline() deadline { return deadline{cancel: make(chan struct{})} }
+
+// set moves the deadline; the zero time means none. Calls waiting on the old channel see
+// it closed if the new deadline is in the past.
+func (d *deadline) set(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil && !d.timer.Stop() {
+		<-d.cancel // the timer fired and closed it: wait is over, start afresh below
+	}
+	d.timer = nil
+	closed := isClosedChan(d.cancel)
+	if t.IsZero() {
+		if closed {
+			d.cancel = make(chan struct{})
+		}
+		return
+	}
+	if dur := time.Until(t); dur > 0 {
+		if closed {
+			d.cancel = make(chan struct{})
+		}
+		cancel := d.cancel
+		d.timer = time.AfterFunc(dur, func() { close(cancel) })
+		return
+	}
+	if !closed {
+		close(d.cancel)
+	}
+}
+
+func (d *deadline) wait() chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cancel
+}
+
+func isClosedChan(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// connParker parks a goroutine in Read or Write; its Waker is made once and parkers are
+// pooled, so a blocking call allocates nothing in the steady state.
+type connParker struct {
+	ch chan struct{}
+	cx *blitzio.Context
+}
+
+var connParkers = sync.Pool{New: func() any {
+	p := &connParker{ch: make(chan struct{}, 1)}
+	p.cx = blitzio.NewContext(nil, blitzio.WakerFunc(func() {
+		select {
+		case p.ch <- struct{}{}:
+		default:
+		}
+	}))
+	return p
+}}
+
+func getConnParker() *connParker { return connParkers.Get().(*connParker) }
+
+func (p *connParker) put() {
+	select {
+	case <-p.ch:
+	default:
+	}
+	connParkers.Put(p)
+}
