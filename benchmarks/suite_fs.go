@@ -1,0 +1,232 @@
+package benchmarks
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/blitzgo/blitz/blitzio"
+)
+
+// The fs suite measures blitzio's files and child processes beside the goroutine
+// programs a Go user would write: os.File.ReadAt from goroutines, os.ReadFile from
+// goroutines, os/exec. blitzio runs file calls on its blocking pool (up to 512
+// goroutines), so these cases show what that hop costs or saves.
+
+func init() {
+	Register(Suite{
+		Name:  "fs",
+		Title: "blitzio files and processes (2 workers) against goroutines with package os and os/exec",
+		Cases: fsCases,
+	})
+}
+
+const (
+	fsReaders     = 64
+	fsReadsPerRdr = 16
+	fsReadSize    = 4096
+)
+
+// fsFixture is a file of random bytes, made once per size and removed at exit of the
+// benchmark that made it.
+func fsFixture(b *testing.B, size int64) string {
+	b.Helper()
+	dir := b.TempDir()
+	name := filepath.Join(dir, "data")
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	chunk := make([]byte, 1<<20)
+	for i := range chunk {
+		chunk[i] = byte(i * 31)
+	}
+	for off := int64(0); off < size; off += int64(len(chunk)) {
+		if _, err := f.Write(chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return name
+}
+
+// fsSmallFiles makes n files of 1 KiB in a fresh directory.
+func fsSmallFiles(b *testing.B, n int) []string {
+	b.Helper()
+	dir := b.TempDir()
+	names := make([]string, n)
+	data := make([]byte, 1024)
+	for i := range names {
+		names[i] = filepath.Join(dir, fmt.Sprintf("f%05d", i))
+		if err := os.WriteFile(names[i], data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return names
+}
+
+func fsCases(cfg Config) []Case {
+	fileSize := int64(1 << 30)
+	smallFiles := 10_000
+	spawns := 1_000
+	if cfg.Quick {
+		fileSize, smallFiles, spawns = 64<<20, 1_000, 100
+	}
+	randomRead := func(b *testing.B, read func(name string, offsets [][]int64)) {
+		name := fsFixture(b, fileSize)
+		offsets := make([][]int64, fsReaders)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := range offsets {
+			offsets[i] = make([]int64, fsReadsPerRdr)
+			for j := range offsets[i] {
+				offsets[i][j] = rng.Int64N(fileSize/fsReadSize) * fsReadSize
+			}
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			read(name, offsets)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*fsReaders*fsReadsPerRdr), "ns/read")
+	}
+	return []Case{
+		{
+			Name:   "RandomRead4K",
+			Note:   fmt.Sprintf("%d tasks x %d random 4 KiB ReadAt from a %d MiB file (page cache warm)", fsReaders, fsReadsPerRdr, fileSize>>20),
+			Metric: "ns/read",
+			Ours: Impl{"blitzio", func(b *testing.B) {
+				rt := bioRuntime(b)
+				randomRead(b, func(name string, offsets [][]int64) {
+					f, err := blitzio.BlockOn(rt, blitzio.Open(name))
+					if err != nil || f.Err != nil {
+						b.Fatal(err, f.Err)
+					}
+					hs := make([]blitzio.JoinHandle[error], len(offsets))
+					for i, offs := range offsets {
+						hs[i] = blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
+							buf := make([]byte, fsReadSize)
+							for _, off := range offs {
+								if r := blitzio.Await(co, f.Value.ReadAt(buf, off)); r.Err != nil {
+									return r.Err
+								}
+							}
+							return nil
+						}))
+					}
+					for _, h := range hs {
+						if err, jerr := h.Wait(); err != nil || jerr != nil {
+							b.Fatal(err, jerr)
+						}
+					}
+					blitzio.BlockOn(rt, f.Value.Close())
+				})
+			}},
+			Baselines: []Impl{{"goroutines", func(b *testing.B) {
+				randomRead(b, func(name string, offsets [][]int64) {
+					f, err := os.Open(name)
+					if err != nil {
+						b.Fatal(err)
+					}
+					var wg sync.WaitGroup
+					for _, offs := range offsets {
+						wg.Go(func() {
+							buf := make([]byte, fsReadSize)
+							for _, off := range offs {
+								if _, err := f.ReadAt(buf, off); err != nil {
+									b.Error(err)
+									return
+								}
+							}
+						})
+					}
+					wg.Wait()
+					f.Close()
+				})
+			}}},
+			Targets: []Target{TimesBetter("goroutines", 1)},
+		},
+		{
+			Name: "ReadSmallFiles",
+			Note: fmt.Sprintf("read %d files of 1 KiB at once: a task (blitzio.ReadFile) or a goroutine (os.ReadFile) per file", smallFiles),
+			Ours: Impl{"blitzio", func(b *testing.B) {
+				rt := bioRuntime(b)
+				names := fsSmallFiles(b, smallFiles)
+				hs := make([]blitzio.JoinHandle[blitzio.Result[[]byte]], len(names))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					for i, n := range names {
+						hs[i] = blitzio.Spawn(rt, blitzio.ReadFile(n))
+					}
+					for _, h := range hs {
+						if r, err := h.Wait(); err != nil || r.Err != nil || len(r.Value) != 1024 {
+							b.Fatal(err, r.Err)
+						}
+					}
+				}
+			}},
+			Baselines: []Impl{{"goroutines", func(b *testing.B) {
+				names := fsSmallFiles(b, smallFiles)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					var wg sync.WaitGroup
+					for _, n := range names {
+						wg.Go(func() {
+							if data, err := os.ReadFile(n); err != nil || len(data) != 1024 {
+								b.Error(err)
+							}
+						})
+					}
+					wg.Wait()
+				}
+			}}},
+			Targets: []Target{TimesBetter("goroutines", 1)},
+		},
+		{
+			Name: "SpawnWaitTrue",
+			Note: fmt.Sprintf("start %d `true` processes at once and wait for all", spawns),
+			Ours: Impl{"blitzio", func(b *testing.B) {
+				rt := bioRuntime(b)
+				hs := make([]blitzio.JoinHandle[error], spawns)
+				b.ReportAllocs()
+				for b.Loop() {
+					for i := range hs {
+						hs[i] = blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
+							child, err := blitzio.Command("true").Stdin(blitzio.Null).Stdout(blitzio.Null).Stderr(blitzio.Null).Spawn()
+							if err != nil {
+								return err
+							}
+							return blitzio.Await(co, child.Wait()).Err
+						}))
+					}
+					for _, h := range hs {
+						if err, jerr := h.Wait(); err != nil || jerr != nil {
+							b.Fatal(err, jerr)
+						}
+					}
+				}
+			}},
+			Baselines: []Impl{{"os/exec", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					var wg sync.WaitGroup
+					for range spawns {
+						wg.Go(func() {
+							if err := exec.Command("true").Run(); err != nil {
+								b.Error(err)
+							}
+						})
+					}
+					wg.Wait()
+				}
+			}}},
+		},
+	}
+}
