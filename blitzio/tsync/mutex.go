@@ -48,6 +48,7 @@ type MutexGuard struct {
 	gen uint64
 }
 
+//go:noinline
 func nilMutex(op string) {
 	panic("tsync: Mutex." + op + " called on a nil *Mutex")
 }
@@ -57,13 +58,21 @@ func (m *Mutex) TryLock() (MutexGuard, bool) {
 	if m == nil {
 		nilMutex("TryLock")
 	}
+	// Not locked implies no waiters: an unlock with waiters hands the lock over instead
+	// of freeing it, and the last waiter to leave clears mWaiters.
+	if s := m.state.Load(); s&mLocked == 0 && m.state.CompareAndSwap(s, s|mLocked) {
+		return MutexGuard{m: m, gen: s >> mGenShift}, true
+	}
+	return m.tryLockSlow()
+}
+
+//go:noinline
+func (m *Mutex) tryLockSlow() (MutexGuard, bool) {
 	for {
 		s := m.state.Load()
 		if s&mLocked != 0 {
 			return MutexGuard{}, false
 		}
-		// Not locked implies no waiters: an unlock with waiters hands the lock over
-		// instead of freeing it, and the last waiter to leave clears mWaiters.
 		if m.state.CompareAndSwap(s, s|mLocked) {
 			return MutexGuard{m: m, gen: s >> mGenShift}, true
 		}
@@ -106,12 +115,23 @@ func (m *Mutex) IsLocked() bool { return m.state.Load()&mLocked != 0 }
 
 // Unlock releases the lock, handing it to the oldest waiter if there is one. It panics if
 // the guard was already unlocked (through this copy or another) or is the zero guard.
-func (g MutexGuard) Unlock() { g.unlock(nil) }
+func (g MutexGuard) Unlock() {
+	// Fast path, one CAS: held by this guard's generation and nobody waits.
+	if g.m != nil && g.m.state.CompareAndSwap(g.gen<<mGenShift|mLocked, (g.gen+1)<<mGenShift) {
+		return
+	}
+	g.unlock(nil)
+}
 
 // UnlockFrom is Unlock for a task being polled with cx: the task the lock is handed to
 // runs next on this worker (blitzio.Waker.WakeFrom), which keeps a hot lock on one
 // worker's cache.
-func (g MutexGuard) UnlockFrom(cx *blitzio.Context) { g.unlock(cx) }
+func (g MutexGuard) UnlockFrom(cx *blitzio.Context) {
+	if g.m != nil && g.m.state.CompareAndSwap(g.gen<<mGenShift|mLocked, (g.gen+1)<<mGenShift) {
+		return
+	}
+	g.unlock(cx)
+}
 
 func (g MutexGuard) unlock(cx *blitzio.Context) {
 	m := g.m
@@ -188,41 +208,54 @@ const (
 
 // Poll takes the lock, or queues the future and returns pending.
 func (f *LockFuture) Poll(cx *blitzio.Context) (MutexGuard, bool) {
+	if f.st == futIdle && cx.ConsumeBudget() {
+		// Fast path, one CAS: the lock is free (so nobody waits either).
+		m := f.m
+		if s := m.state.Load(); s&mLocked == 0 && m.state.CompareAndSwap(s, s|mLocked) {
+			f.guard, f.st = MutexGuard{m: m, gen: s >> mGenShift}, futDone
+			return f.guard, true
+		}
+		return f.pollQueue(cx)
+	}
+	return f.pollSlow(cx)
+}
+
+// pollQueue takes the lock or queues f: the first poll when the fast path failed.
+func (f *LockFuture) pollQueue(cx *blitzio.Context) (MutexGuard, bool) {
+	m := f.m
+	m.mu.Lock()
+	for {
+		s := m.state.Load()
+		if s&mLocked == 0 {
+			if m.state.CompareAndSwap(s, s|mLocked) {
+				m.mu.Unlock()
+				return f.finish(MutexGuard{m: m, gen: s >> mGenShift})
+			}
+			continue
+		}
+		// Announce the waiter before queueing it: an Unlock that sees mWaiters takes
+		// mu and so waits until the node is linked.
+		if m.state.CompareAndSwap(s, s|mWaiters) {
+			break
+		}
+	}
+	f.w.waker = cx.Waker()
+	f.w.notified = false
+	m.waiters.pushBack(&f.w)
+	f.st = futWaiting
+	m.mu.Unlock()
+	return MutexGuard{}, false
+}
+
+// pollSlow is every poll but a first one with budget left.
+func (f *LockFuture) pollSlow(cx *blitzio.Context) (MutexGuard, bool) {
 	switch f.st {
 	case futDone:
 		return f.guard, true
 	case futDropped:
 		panic("tsync: LockFuture polled after Drop")
 	case futIdle:
-		if !cx.ConsumeBudget() {
-			return MutexGuard{}, false
-		}
-		if g, ok := f.m.TryLock(); ok {
-			return f.finish(g)
-		}
-		m := f.m
-		m.mu.Lock()
-		for {
-			s := m.state.Load()
-			if s&mLocked == 0 {
-				if m.state.CompareAndSwap(s, s|mLocked) {
-					m.mu.Unlock()
-					return f.finish(MutexGuard{m: m, gen: s >> mGenShift})
-				}
-				continue
-			}
-			// Announce the waiter before queueing it: an Unlock that sees mWaiters
-			// takes mu and so waits until the node is linked.
-			if m.state.CompareAndSwap(s, s|mWaiters) {
-				break
-			}
-		}
-		f.w.waker = cx.Waker()
-		f.w.notified = false
-		m.waiters.pushBack(&f.w)
-		f.st = futWaiting
-		m.mu.Unlock()
-		return MutexGuard{}, false
+		return MutexGuard{}, false // the budget is spent; the task was re-scheduled
 	}
 	// Waiting: the hand-off sets notified under mu.
 	m := f.m

@@ -82,11 +82,21 @@ func (l *waitList) empty() bool { return l.head == nil }
 type wakeList struct {
 	one  blitzio.Waker
 	more []blitzio.Waker
+	// few holds the second to fourth wakers, so releasing a small group (a Barrier
+	// generation, a write unlock admitting a few readers) allocates nothing; more
+	// takes the rest.
+	few  [3]blitzio.Waker
+	nfew int
 }
 
 func (wl *wakeList) add(w blitzio.Waker) {
 	if wl.one.IsZero() {
 		wl.one = w
+		return
+	}
+	if wl.nfew < len(wl.few) {
+		wl.few[wl.nfew] = w
+		wl.nfew++
 		return
 	}
 	wl.more = append(wl.more, w)
@@ -99,6 +109,9 @@ func (wl *wakeList) wake(cx *blitzio.Context) {
 		wl.one.WakeFrom(cx)
 	} else {
 		wl.one.Wake()
+	}
+	for _, w := range wl.few[:wl.nfew] {
+		w.Wake()
 	}
 	for _, w := range wl.more {
 		w.Wake()
