@@ -38,29 +38,42 @@ func NewBarrier(n int) *Barrier {
 	return &Barrier{n: max(n, 1)}
 }
 
-// Wait returns a future that is ready when all parties of the current generation have
-// arrived. The future arrives at its first poll.
-func (b *Barrier) Wait() *BarrierFuture {
+// WaitAsync returns a future that is ready when all parties of the current generation
+// have arrived: the form for tasks. The future arrives at its first poll.
+func (b *Barrier) WaitAsync() *BarrierFuture {
 	if b == nil {
-		panic("tsync: Barrier.Wait called on a nil *Barrier")
+		panic("tsync: Barrier.WaitAsync called on a nil *Barrier")
 	}
 	return &BarrierFuture{b: b}
 }
 
-// BlockingWait is Wait for a plain goroutine. It must not be called from a task: it would
-// block the worker.
-func (b *Barrier) BlockingWait() BarrierResult { return blockOn[BarrierResult](b.Wait()) }
+// Wait arrives at the barrier from a plain goroutine and parks it until the generation is
+// released. Called from a task's code it panics (it would block a worker); use WaitAsync
+// there.
+func (b *Barrier) Wait() BarrierResult {
+	f := b.WaitAsync()
+	if r, ok := f.Poll(probeContext); ok {
+		return r // the last party: nothing to wait for
+	}
+	refuseInRuntimeDrop("Barrier.Wait", "WaitAsync", f)
+	return blockOn[BarrierResult](f)
+}
 
-// WaitContext is BlockingWait that gives up when ctx is done, returning ctx.Err() (the
+// WaitContext is Wait that gives up when ctx is done, returning ctx.Err() (the
 // arrival is withdrawn).
 func (b *Barrier) WaitContext(ctx context.Context) (BarrierResult, error) {
 	if err := ctx.Err(); err != nil {
 		return BarrierResult{}, err
 	}
-	return blockOnCtx[BarrierResult](ctx, b.Wait())
+	f := b.WaitAsync()
+	if r, ok := f.Poll(probeContext); ok {
+		return r, nil
+	}
+	refuseInRuntimeDrop("Barrier.WaitContext", "WaitAsync", f)
+	return blockOnCtx[BarrierResult](ctx, f)
 }
 
-// BarrierFuture is the future returned by Barrier.Wait; its waiter node lives in it.
+// BarrierFuture is the future returned by Barrier.WaitAsync; its waiter node lives in it.
 type BarrierFuture struct {
 	b   *Barrier
 	w   waiter

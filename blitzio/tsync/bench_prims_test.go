@@ -33,7 +33,7 @@ func BenchmarkMutexUncontended(b *testing.B) {
 	b.Run("tsync.Mutex/future", func(b *testing.B) {
 		var m Mutex
 		cx := blitzio.NewContext(nil, blitzio.Waker{})
-		f := m.Lock()
+		f := m.LockAsync()
 		b.ReportAllocs()
 		for b.Loop() {
 			f.Reset()

@@ -13,7 +13,7 @@ import (
 // CancellationToken. Tokens form a tree: Child makes a token that is cancelled when its
 // parent is (and can be cancelled alone, without touching the parent).
 //
-// Tasks wait with Cancelled (a future), goroutines with Done (a channel) or BlockingWait;
+// Tasks wait with Cancelled (a future), goroutines with Done (a channel) or Wait;
 // Context bridges a token to a context.Context and FromContext the other way.
 //
 // Cancelling is permanent and idempotent. A child cancelled by itself leaves its parent's
@@ -169,11 +169,22 @@ func (t *CancelToken) Done() <-chan struct{} {
 	return t.done
 }
 
-// BlockingWait waits from a plain goroutine until t is cancelled.
-func (t *CancelToken) BlockingWait() { <-t.Done() }
+// Wait waits from a plain goroutine until t is cancelled. Called from a task's code
+// before the cancellation, it panics (it would block a worker); await Cancelled there.
+func (t *CancelToken) Wait() {
+	if t.IsCancelled() {
+		return
+	}
+	refuseInRuntime("CancelToken.Wait", "Cancelled")
+	<-t.Done()
+}
 
 // WaitContext waits until t is cancelled (nil) or ctx is done (ctx.Err()).
 func (t *CancelToken) WaitContext(ctx context.Context) error {
+	if t.IsCancelled() {
+		return nil
+	}
+	refuseInRuntime("CancelToken.WaitContext", "Cancelled")
 	select {
 	case <-t.Done():
 		return nil

@@ -79,26 +79,29 @@ func (m *Mutex) tryLockSlow() (MutexGuard, bool) {
 	}
 }
 
-// Lock returns a future that is ready with a guard once the lock is held. Dropping the
+// LockAsync returns a future that is ready with a guard once the lock is held: the form
+// for tasks (Poll it, or Await it in an Async function). Dropping the
 // future while it waits gives up its place; if the lock was handed to it meanwhile, the
 // lock passes on to the next waiter (or is freed), so no hand-off is lost.
-func (m *Mutex) Lock() *LockFuture {
+func (m *Mutex) LockAsync() *LockFuture {
 	if m == nil {
-		nilMutex("Lock")
+		nilMutex("LockAsync")
 	}
 	return &LockFuture{m: m}
 }
 
-// BlockingLock locks m from a plain goroutine, parking it until the lock is handed over.
-// It must not be called from a task: it would block the worker.
-func (m *Mutex) BlockingLock() MutexGuard {
+// Lock locks m from a plain goroutine, parking it until the lock is handed over. Called
+// from a task's code (or an Async function) when it would have to wait, it panics: it
+// would block a worker; use LockAsync there.
+func (m *Mutex) Lock() MutexGuard {
 	if g, ok := m.TryLock(); ok {
 		return g
 	}
-	return blockOn[MutexGuard](m.Lock())
+	refuseInRuntime("Mutex.Lock", "LockAsync")
+	return blockOn[MutexGuard](m.LockAsync())
 }
 
-// LockContext is BlockingLock that gives up when ctx is done, returning ctx.Err(): the
+// LockContext is Lock that gives up when ctx is done, returning ctx.Err(): the
 // place in the queue is given up, and a lock handed over at that moment passes on.
 func (m *Mutex) LockContext(ctx context.Context) (MutexGuard, error) {
 	if g, ok := m.TryLock(); ok {
@@ -107,7 +110,8 @@ func (m *Mutex) LockContext(ctx context.Context) (MutexGuard, error) {
 	if err := ctx.Err(); err != nil {
 		return MutexGuard{}, err
 	}
-	return blockOnCtx[MutexGuard](ctx, m.Lock())
+	refuseInRuntime("Mutex.LockContext", "LockAsync")
+	return blockOnCtx[MutexGuard](ctx, m.LockAsync())
 }
 
 // IsLocked reports whether the lock is held at the moment of the call.
@@ -190,7 +194,7 @@ func (m *Mutex) handOffLocked(s uint64, wl *wakeList) bool {
 	return true
 }
 
-// LockFuture is the future returned by Mutex.Lock. Its waiter node lives inside it, so
+// LockFuture is the future returned by Mutex.LockAsync. Its waiter node lives inside it, so
 // waiting allocates nothing; Reset lets a loop lock repeatedly with one future.
 type LockFuture struct {
 	m     *Mutex
@@ -353,16 +357,16 @@ func (m *MutexOf[T]) TryLock() (GuardOf[T], bool) {
 	return GuardOf[T]{g, &m.v}, true
 }
 
-// Lock is Mutex.Lock, ready with a guard giving access to the value.
-func (m *MutexOf[T]) Lock() blitzio.Future[GuardOf[T]] {
+// LockAsync is Mutex.LockAsync, ready with a guard giving access to the value.
+func (m *MutexOf[T]) LockAsync() blitzio.Future[GuardOf[T]] {
 	if m == nil {
-		nilMutex("Lock")
+		nilMutex("LockAsync")
 	}
 	return &lockOfFuture[T]{LockFuture: LockFuture{m: &m.mu}, v: &m.v}
 }
 
-// BlockingLock is Mutex.BlockingLock.
-func (m *MutexOf[T]) BlockingLock() GuardOf[T] { return GuardOf[T]{m.mu.BlockingLock(), &m.v} }
+// Lock is Mutex.Lock.
+func (m *MutexOf[T]) Lock() GuardOf[T] { return GuardOf[T]{m.mu.Lock(), &m.v} }
 
 // LockContext is Mutex.LockContext.
 func (m *MutexOf[T]) LockContext(ctx context.Context) (GuardOf[T], error) {

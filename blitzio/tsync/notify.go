@@ -96,14 +96,27 @@ func (n *Notify) Notified() *NotifiedFuture {
 	return &NotifiedFuture{n: n, calls: n.calls.Load()}
 }
 
-// BlockingWait waits from a plain goroutine until the Notify is notified. It must not be
-// called from a task: it would block the worker.
-func (n *Notify) BlockingWait() { blockOn[struct{}](n.Notified()) }
+// Wait waits from a plain goroutine until the Notify is notified (a stored permit is
+// consumed at once). Called from a task's code when it would have to wait, it panics (it
+// would block a worker); await Notified there.
+func (n *Notify) Wait() {
+	f := n.Notified()
+	if _, ok := f.Poll(probeContext); ok {
+		return
+	}
+	refuseInRuntimeDrop("Notify.Wait", "Notified", f)
+	blockOn[struct{}](f)
+}
 
-// WaitContext is BlockingWait that gives up when ctx is done, returning ctx.Err(). A
+// WaitContext is Wait that gives up when ctx is done, returning ctx.Err(). A
 // NotifyOne that reached it at that moment passes on.
 func (n *Notify) WaitContext(ctx context.Context) error {
-	_, err := blockOnCtx[struct{}](ctx, n.Notified())
+	f := n.Notified()
+	if _, ok := f.Poll(probeContext); ok {
+		return nil
+	}
+	refuseInRuntimeDrop("Notify.WaitContext", "Notified", f)
+	_, err := blockOnCtx[struct{}](ctx, f)
 	return err
 }
 

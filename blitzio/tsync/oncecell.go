@@ -145,6 +145,10 @@ func (c *OnceCell[T]) GetOrInitContext(ctx context.Context, init func(ctx contex
 			return blitzio.Result[T]{Value: v, Err: err}
 		})
 	})
+	if r, ok := f.Poll(probeContext); ok {
+		return r.Get() // our initialiser ran, or the value arrived meanwhile
+	}
+	refuseInRuntimeDrop("OnceCell.GetOrInitContext", "GetOrInit", f)
 	r, err := blockOnCtx[blitzio.Result[T]](ctx, f)
 	if err != nil {
 		var zero T

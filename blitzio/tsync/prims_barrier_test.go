@@ -16,19 +16,19 @@ func TestBarrierZeroAndOne(t *testing.T) {
 	for _, n := range []int{0, 1} {
 		b := NewBarrier(n)
 		for range 3 {
-			r, ok := b.Wait().Poll(tc.cx)
+			r, ok := b.WaitAsync().Poll(tc.cx)
 			if !ok || !r.IsLeader {
 				t.Fatalf("Barrier(%d): %v %v, want an immediate leader", n, r, ok)
 			}
 		}
 	}
 	var zb Barrier
-	if r := zb.BlockingWait(); !r.IsLeader {
+	if r := zb.Wait(); !r.IsLeader {
 		t.Fatal("zero Barrier is not a one-party barrier")
 	}
 	mustPanic(t, "n = -1", func() { NewBarrier(-1) })
 	var nb *Barrier
-	mustPanic(t, "nil *Barrier", func() { nb.Wait() })
+	mustPanic(t, "nil *Barrier", func() { nb.WaitAsync() })
 }
 
 // TestBarrierDropWithdraws: a waiting party that is dropped withdraws its arrival, so the
@@ -36,15 +36,15 @@ func TestBarrierZeroAndOne(t *testing.T) {
 func TestBarrierDropWithdraws(t *testing.T) {
 	tc := newTestCx()
 	b := NewBarrier(3)
-	a1, a2 := b.Wait(), b.Wait()
+	a1, a2 := b.WaitAsync(), b.WaitAsync()
 	a1.Poll(tc.cx)
 	a2.Poll(tc.cx)
 	a1.Drop()
-	a3 := b.Wait()
+	a3 := b.WaitAsync()
 	if _, ok := a3.Poll(tc.cx); ok {
 		t.Fatal("released with a withdrawn party")
 	}
-	a4 := b.Wait()
+	a4 := b.WaitAsync()
 	r4, ok := a4.Poll(tc.cx)
 	if !ok || !r4.IsLeader {
 		t.Fatal("third arrival did not release as leader")
@@ -55,15 +55,15 @@ func TestBarrierDropWithdraws(t *testing.T) {
 		t.Fatal("followers not released, or a second leader")
 	}
 	// Released but not yet polled, then dropped: nothing to withdraw.
-	c1, c2 := b.Wait(), b.Wait()
+	c1, c2 := b.WaitAsync(), b.WaitAsync()
 	c1.Poll(tc.cx)
 	c2.Poll(tc.cx)
-	b.Wait().Poll(tc.cx)
+	b.WaitAsync().Poll(tc.cx)
 	c1.Drop()
 	if _, ok := c2.Poll(tc.cx); !ok {
 		t.Fatal("generation")
 	}
-	d := b.Wait()
+	d := b.WaitAsync()
 	d.Poll(tc.cx)
 	if b.arrived != 1 {
 		t.Fatalf("arrived = %d after a released party was dropped, want 1", b.arrived)
@@ -101,7 +101,7 @@ func TestBarrierGenerations(t *testing.T) {
 		hs = append(hs, blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) int {
 			for g := range gens {
 				phase[g%2].Add(1)
-				body(g, blitzio.Await(co, b.Wait()))
+				body(g, blitzio.Await(co, b.WaitAsync()))
 			}
 			return i
 		})))
@@ -113,7 +113,7 @@ func TestBarrierGenerations(t *testing.T) {
 			defer wg.Done()
 			for g := range gens {
 				phase[g%2].Add(1)
-				body(g, b.BlockingWait())
+				body(g, b.Wait())
 			}
 		}()
 	}
@@ -137,7 +137,7 @@ func TestBarrierWaitContext(t *testing.T) {
 	}
 	// The withdrawn arrival does not count: two new parties are needed.
 	done := make(chan BarrierResult)
-	go func() { done <- b.BlockingWait() }()
+	go func() { done <- b.Wait() }()
 	r, err := b.WaitContext(context.Background())
 	if err != nil {
 		t.Fatal(err)

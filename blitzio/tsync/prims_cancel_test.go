@@ -118,7 +118,7 @@ func TestCancelTokenContextBridges(t *testing.T) {
 	parent, pcancel := context.WithCancel(context.Background())
 	ft, stop := FromContext(parent)
 	pcancel()
-	ft.BlockingWait()
+	ft.Wait()
 	stop()
 	// stop cancels the token and releases the registration.
 	p2, c2 := context.WithCancel(context.Background())

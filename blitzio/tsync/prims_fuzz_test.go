@@ -138,7 +138,7 @@ func FuzzSemaphore(f *testing.F) {
 					w.queued = true
 					m.queue = append(m.queue, w)
 				}
-				futs = append(futs, live{s.Acquire(n), w})
+				futs = append(futs, live{s.AcquireAsync(n), w})
 				poll(len(futs) - 1)
 			case 2: // poll every live future, oldest first
 				for k := 0; k < len(futs); {

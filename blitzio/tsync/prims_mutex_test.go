@@ -41,7 +41,7 @@ func TestMutexTryLockAndGuardMisuse(t *testing.T) {
 	g2.Unlock()
 	mustPanic(t, "zero MutexGuard", MutexGuard{}.Unlock)
 	var nm *Mutex
-	mustPanic(t, "nil *Mutex", func() { nm.Lock() })
+	mustPanic(t, "nil *Mutex", func() { nm.LockAsync() })
 	mustPanic(t, "nil *Mutex", func() { nm.TryLock() })
 }
 
@@ -54,7 +54,7 @@ func TestMutexFIFOHandOff(t *testing.T) {
 	const n = 8
 	fs := make([]*LockFuture, n)
 	for i := range fs {
-		fs[i] = m.Lock()
+		fs[i] = m.LockAsync()
 		if _, ok := fs[i].Poll(tc.cx); ok {
 			t.Fatalf("waiter %d got a held lock", i)
 		}
@@ -88,7 +88,7 @@ func TestMutexDropAtEveryAwaitPoint(t *testing.T) {
 	tc := newTestCx()
 	t.Run("never polled", func(t *testing.T) {
 		var m Mutex
-		f := m.Lock()
+		f := m.LockAsync()
 		f.Drop()
 		f.Drop() // idempotent
 		if m.IsLocked() {
@@ -98,7 +98,7 @@ func TestMutexDropAtEveryAwaitPoint(t *testing.T) {
 	t.Run("queued", func(t *testing.T) {
 		var m Mutex
 		g, _ := m.TryLock()
-		a, b := m.Lock(), m.Lock()
+		a, b := m.LockAsync(), m.LockAsync()
 		a.Poll(tc.cx)
 		b.Poll(tc.cx)
 		a.Drop()
@@ -110,7 +110,7 @@ func TestMutexDropAtEveryAwaitPoint(t *testing.T) {
 	t.Run("queued, last waiter", func(t *testing.T) {
 		var m Mutex
 		g, _ := m.TryLock()
-		a := m.Lock()
+		a := m.LockAsync()
 		a.Poll(tc.cx)
 		a.Drop()
 		g.Unlock()
@@ -121,7 +121,7 @@ func TestMutexDropAtEveryAwaitPoint(t *testing.T) {
 	t.Run("handed the lock, then dropped: passes on", func(t *testing.T) {
 		var m Mutex
 		g, _ := m.TryLock()
-		a, b := m.Lock(), m.Lock()
+		a, b := m.LockAsync(), m.LockAsync()
 		a.Poll(tc.cx)
 		b.Poll(tc.cx)
 		g.Unlock() // hands to a
@@ -138,7 +138,7 @@ func TestMutexDropAtEveryAwaitPoint(t *testing.T) {
 	t.Run("handed the lock, then dropped, nobody behind: freed", func(t *testing.T) {
 		var m Mutex
 		g, _ := m.TryLock()
-		a := m.Lock()
+		a := m.LockAsync()
 		a.Poll(tc.cx)
 		g.Unlock()
 		a.Drop()
@@ -148,7 +148,7 @@ func TestMutexDropAtEveryAwaitPoint(t *testing.T) {
 	})
 	t.Run("ready, then dropped: guard stays the caller's", func(t *testing.T) {
 		var m Mutex
-		f := m.Lock()
+		f := m.LockAsync()
 		g, ok := f.Poll(tc.cx)
 		if !ok {
 			t.Fatal("free lock not taken")
@@ -158,7 +158,7 @@ func TestMutexDropAtEveryAwaitPoint(t *testing.T) {
 			t.Fatal("Drop of a finished future released the caller's guard")
 		}
 		g.Unlock()
-		mustPanic(t, "after Drop", func() { m.Lock().dropThenPoll(tc.cx) })
+		mustPanic(t, "after Drop", func() { m.LockAsync().dropThenPoll(tc.cx) })
 	})
 }
 
@@ -170,7 +170,7 @@ func TestMutexWaitAllocatesNothing(t *testing.T) {
 	var m Mutex
 	tc := newTestCx()
 	g, _ := m.TryLock()
-	f := m.Lock()
+	f := m.LockAsync()
 	f.Poll(tc.cx)
 	if a := testing.AllocsPerRun(100, func() { f.Poll(tc.cx) }); a != 0 {
 		t.Fatalf("re-polling a waiting LockFuture: %v allocs", a)
@@ -252,7 +252,7 @@ func TestMutexStressTasksAndGoroutines(t *testing.T) {
 		if i%3 == 0 {
 			rt = rt2
 		}
-		hs = append(hs, blitzio.Spawn(rt, &lockLoop{f: m.Lock(), n: per, counter: &counter, drops: i%2 == 0,
+		hs = append(hs, blitzio.Spawn(rt, &lockLoop{f: m.LockAsync(), n: per, counter: &counter, drops: i%2 == 0,
 			rng: rand.New(rand.NewPCG(uint64(i), 1))}))
 	}
 	var wg sync.WaitGroup
@@ -269,13 +269,13 @@ func TestMutexStressTasksAndGoroutines(t *testing.T) {
 						if !errors.Is(err, context.DeadlineExceeded) {
 							t.Errorf("LockContext: %v", err)
 						}
-						g = m.BlockingLock()
+						g = m.Lock()
 					}
 					counter++
 					g.Unlock()
 					continue
 				}
-				g := m.BlockingLock()
+				g := m.Lock()
 				counter++
 				if j%7 == 0 {
 					runtime.Gosched()
@@ -286,7 +286,7 @@ func TestMutexStressTasksAndGoroutines(t *testing.T) {
 	}
 	waitAll(t, hs)
 	wg.Wait()
-	g := m.BlockingLock()
+	g := m.Lock()
 	if want := (tasks + gor) * per; counter != want {
 		t.Fatalf("counter = %d, want %d: critical sections overlapped", counter, want)
 	}
@@ -305,7 +305,7 @@ func TestMutexPanicAndGoexitWhileHolding(t *testing.T) {
 	var m Mutex
 	for _, mode := range []string{"panic", "goexit"} {
 		h := blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) int {
-			g := blitzio.Await(co, m.Lock())
+			g := blitzio.Await(co, m.LockAsync())
 			defer g.Unlock()
 			if mode == "panic" {
 				panic("boom")
@@ -316,14 +316,14 @@ func TestMutexPanicAndGoexitWhileHolding(t *testing.T) {
 		if _, err := h.Wait(); err == nil {
 			t.Fatalf("%s: no error", mode)
 		}
-		g := m.BlockingLock() // hangs (watchdog) if the lock leaked
+		g := m.Lock() // hangs (watchdog) if the lock leaked
 		g.Unlock()
 	}
 	// Aborted while holding, and while waiting behind a holder.
-	g := m.BlockingLock()
+	g := m.Lock()
 	holding := make(chan struct{})
 	waiter := blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) int {
-		g := blitzio.Await(co, m.Lock())
+		g := blitzio.Await(co, m.LockAsync())
 		defer g.Unlock()
 		close(holding)
 		blitzio.Await(co, blitzio.Pending[int]())
@@ -333,7 +333,7 @@ func TestMutexPanicAndGoexitWhileHolding(t *testing.T) {
 	<-holding
 	waiter.Abort()
 	waiter.Wait()
-	g = m.BlockingLock()
+	g = m.Lock()
 	g.Unlock()
 }
 
@@ -371,7 +371,7 @@ func TestMutexOf(t *testing.T) {
 	for i := range 16 {
 		hs = append(hs, blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) int {
 			for range 100 {
-				g := blitzio.Await(co, m.Lock())
+				g := blitzio.Await(co, m.LockAsync())
 				(*g.Value())["k"]++
 				g.Unlock()
 			}
@@ -379,7 +379,7 @@ func TestMutexOf(t *testing.T) {
 		})))
 	}
 	waitAll(t, hs)
-	g := m.BlockingLock()
+	g := m.Lock()
 	if got := (*g.Value())["k"]; got != 1600 {
 		t.Fatalf("k = %d, want 1600", got)
 	}
@@ -403,11 +403,11 @@ func TestMutexManyWaitersCounted(t *testing.T) {
 	var done atomic.Int64
 	var hs []blitzio.JoinHandle[int]
 	for range tasks {
-		hs = append(hs, blitzio.Spawn(rt, &lockLoop{f: m.Lock(), n: per, counter: &counter}))
+		hs = append(hs, blitzio.Spawn(rt, &lockLoop{f: m.LockAsync(), n: per, counter: &counter}))
 	}
 	waitAll(t, hs)
 	done.Add(1)
-	g := m.BlockingLock()
+	g := m.Lock()
 	defer g.Unlock()
 	if counter != tasks*per {
 		t.Fatalf("counter = %d, want %d", counter, tasks*per)

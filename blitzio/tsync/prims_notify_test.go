@@ -189,14 +189,14 @@ func TestNotifyNoLostWakeupMillion(t *testing.T) {
 			defer wg.Done()
 			for range gper {
 				x.NotifyOne()
-				y.BlockingWait()
+				y.Wait()
 				gcount.Add(1)
 			}
 		}()
 		go func() {
 			defer wg.Done()
 			for range gper {
-				x.BlockingWait()
+				x.Wait()
 				gcount.Add(1)
 				y.NotifyOne()
 			}

@@ -41,7 +41,7 @@ func TestRwLockTryAndMisuse(t *testing.T) {
 	mustPanic(t, "zero RwLockReadGuard", RwLockReadGuard{}.Unlock)
 	mustPanic(t, "zero RwLockWriteGuard", RwLockWriteGuard{}.Unlock)
 	var nl *RwLock
-	mustPanic(t, "nil *RwLock", func() { nl.Read() })
+	mustPanic(t, "nil *RwLock", func() { nl.ReadAsync() })
 }
 
 // TestRwLockFairness: a writer queued behind readers blocks later readers (writers do not
@@ -51,16 +51,16 @@ func TestRwLockFairness(t *testing.T) {
 	tc := newTestCx()
 	var l RwLock
 	r0, _ := l.TryRead()
-	w1 := l.Write()
+	w1 := l.WriteAsync()
 	if _, ok := w1.Poll(tc.cx); ok {
 		t.Fatal("writer beside a reader")
 	}
 	if _, ok := l.TryRead(); ok {
 		t.Fatal("TryRead overtook a queued writer")
 	}
-	ra, rb := l.Read(), l.Read()
-	w2 := l.Write()
-	rc := l.Read()
+	ra, rb := l.ReadAsync(), l.ReadAsync()
+	w2 := l.WriteAsync()
+	rc := l.ReadAsync()
 	for _, f := range []blitzio.Future[RwLockReadGuard]{ra, rb} {
 		if _, ok := f.Poll(tc.cx); ok {
 			t.Fatal("reader overtook a queued writer")
@@ -104,9 +104,9 @@ func TestRwLockDropAtEveryAwaitPoint(t *testing.T) {
 	t.Run("queued writer dropped admits the readers behind it", func(t *testing.T) {
 		var l RwLock
 		r0, _ := l.TryRead()
-		w := l.Write()
+		w := l.WriteAsync()
 		w.Poll(tc.cx)
-		r := l.Read()
+		r := l.ReadAsync()
 		r.Poll(tc.cx)
 		w.Drop()
 		if _, ok := r.Poll(tc.cx); !ok {
@@ -117,9 +117,9 @@ func TestRwLockDropAtEveryAwaitPoint(t *testing.T) {
 	t.Run("granted writer dropped passes on", func(t *testing.T) {
 		var l RwLock
 		w0, _ := l.TryWrite()
-		w := l.Write()
+		w := l.WriteAsync()
 		w.Poll(tc.cx)
-		r := l.Read()
+		r := l.ReadAsync()
 		r.Poll(tc.cx)
 		w0.Unlock() // grants w
 		w.Drop()
@@ -135,9 +135,9 @@ func TestRwLockDropAtEveryAwaitPoint(t *testing.T) {
 	t.Run("granted reader dropped passes on", func(t *testing.T) {
 		var l RwLock
 		w0, _ := l.TryWrite()
-		r := l.Read()
+		r := l.ReadAsync()
 		r.Poll(tc.cx)
-		w := l.Write()
+		w := l.WriteAsync()
 		w.Poll(tc.cx)
 		w0.Unlock() // grants r
 		r.Drop()
@@ -153,7 +153,7 @@ func TestRwLockWaitAllocatesNothing(t *testing.T) {
 	tc := newTestCx()
 	var l RwLock
 	w0, _ := l.TryWrite()
-	f := l.Read()
+	f := l.ReadAsync()
 	f.Poll(tc.cx)
 	if a := testing.AllocsPerRun(100, func() { f.Poll(tc.cx) }); a != 0 {
 		t.Fatalf("re-polling a waiting read: %v allocs", a)
@@ -200,18 +200,18 @@ func TestRwLockStress(t *testing.T) {
 				if i%4 == 0 {
 					if rng.IntN(3) == 0 {
 						r := blitzio.Await(co, blitzio.Timeout(time.Duration(rng.IntN(100))*time.Microsecond,
-							blitzio.Future[RwLockWriteGuard](l.Write())))
+							blitzio.Future[RwLockWriteGuard](l.WriteAsync())))
 						if r.Err == nil {
 							write()
 							r.Value.Unlock()
 						}
 						continue
 					}
-					g := blitzio.Await(co, l.Write())
+					g := blitzio.Await(co, l.WriteAsync())
 					write()
 					g.Unlock()
 				} else {
-					g := blitzio.Await(co, l.Read())
+					g := blitzio.Await(co, l.ReadAsync())
 					read()
 					if j%8 == 0 {
 						blitzio.Await(co, blitzio.YieldNow())
@@ -240,7 +240,7 @@ func TestRwLockStress(t *testing.T) {
 					}
 					continue
 				}
-				g := l.BlockingRead()
+				g := l.Read()
 				read()
 				g.Unlock()
 			}

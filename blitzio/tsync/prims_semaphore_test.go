@@ -54,9 +54,9 @@ func TestSemaphoreBadCounts(t *testing.T) {
 	mustPanic(t, "permits = -1", func() { NewSemaphore(-1) })
 	mustPanic(t, "out of range", func() { NewSemaphore(math.MaxInt64) })
 	s := NewSemaphore(MaxPermits)
-	mustPanic(t, "n = -2", func() { s.Acquire(-2) })
+	mustPanic(t, "n = -2", func() { s.AcquireAsync(-2) })
 	mustPanic(t, "n = -2", func() { s.TryAcquire(-2) })
-	mustPanic(t, "out of range", func() { s.Acquire(math.MaxInt64) })
+	mustPanic(t, "out of range", func() { s.AcquireAsync(math.MaxInt64) })
 	mustPanic(t, "exceeds MaxPermits", func() { s.AddPermits(1) })
 	if s.Available() != MaxPermits {
 		t.Fatal("a refused AddPermits changed the count")
@@ -67,7 +67,7 @@ func TestSemaphoreBadCounts(t *testing.T) {
 	}
 	p.Release()
 	var ns *Semaphore
-	mustPanic(t, "nil *Semaphore", func() { ns.Acquire(1) })
+	mustPanic(t, "nil *Semaphore", func() { ns.AcquireAsync(1) })
 	mustPanic(t, "nil *Semaphore", func() { ns.TryAcquire(1) })
 }
 
@@ -75,7 +75,7 @@ func TestSemaphoreCloseFailsWaiters(t *testing.T) {
 	tc := newTestCx()
 	s := NewSemaphore(1)
 	held, _ := s.TryAcquire(1)
-	a := s.Acquire(3)
+	a := s.AcquireAsync(3)
 	if _, ok := a.Poll(tc.cx); ok {
 		t.Fatal("ready without permits")
 	}
@@ -87,11 +87,11 @@ func TestSemaphoreCloseFailsWaiters(t *testing.T) {
 	if _, err := s.TryAcquire(0); !errors.Is(err, ErrSemaphoreClosed) {
 		t.Fatal("TryAcquire on a closed semaphore")
 	}
-	if r, _ := s.Acquire(1).Poll(tc.cx); !errors.Is(r.Err, ErrSemaphoreClosed) {
+	if r, _ := s.AcquireAsync(1).Poll(tc.cx); !errors.Is(r.Err, ErrSemaphoreClosed) {
 		t.Fatal("Acquire on a closed semaphore")
 	}
-	if _, err := s.BlockingAcquire(1); !errors.Is(err, ErrSemaphoreClosed) {
-		t.Fatal("BlockingAcquire on a closed semaphore")
+	if _, err := s.Acquire(1); !errors.Is(err, ErrSemaphoreClosed) {
+		t.Fatal("Acquire on a closed semaphore")
 	}
 	held.Release() // still allowed
 	if !s.IsClosed() || s.Available() != 1 {
@@ -105,8 +105,8 @@ func TestSemaphoreFIFO(t *testing.T) {
 	tc := newTestCx()
 	s := NewSemaphore(2)
 	p2, _ := s.TryAcquire(2)
-	big := s.Acquire(2)
-	small := s.Acquire(1)
+	big := s.AcquireAsync(2)
+	small := s.AcquireAsync(1)
 	big.Poll(tc.cx)
 	small.Poll(tc.cx)
 	p1 := p2
@@ -144,7 +144,7 @@ func TestSemaphoreDropAtEveryAwaitPoint(t *testing.T) {
 	tc := newTestCx()
 	t.Run("partial", func(t *testing.T) {
 		s := NewSemaphore(1)
-		a, b := s.Acquire(3), s.Acquire(1)
+		a, b := s.AcquireAsync(3), s.AcquireAsync(1)
 		a.Poll(tc.cx) // takes the 1 as a down payment
 		b.Poll(tc.cx)
 		if s.Available() != 0 {
@@ -157,7 +157,7 @@ func TestSemaphoreDropAtEveryAwaitPoint(t *testing.T) {
 	})
 	t.Run("granted, then dropped", func(t *testing.T) {
 		s := NewSemaphore(0)
-		a, b := s.Acquire(2), s.Acquire(2)
+		a, b := s.AcquireAsync(2), s.AcquireAsync(2)
 		a.Poll(tc.cx)
 		b.Poll(tc.cx)
 		s.AddPermits(2) // completes a
@@ -168,7 +168,7 @@ func TestSemaphoreDropAtEveryAwaitPoint(t *testing.T) {
 	})
 	t.Run("queued, last: the waiters flag clears", func(t *testing.T) {
 		s := NewSemaphore(0)
-		a := s.Acquire(1)
+		a := s.AcquireAsync(1)
 		a.Poll(tc.cx)
 		a.Drop()
 		s.AddPermits(1)
@@ -178,7 +178,7 @@ func TestSemaphoreDropAtEveryAwaitPoint(t *testing.T) {
 	})
 	t.Run("closed, then dropped", func(t *testing.T) {
 		s := NewSemaphore(0)
-		a := s.Acquire(1)
+		a := s.AcquireAsync(1)
 		a.Poll(tc.cx)
 		s.Close()
 		a.Drop()
@@ -191,7 +191,7 @@ func TestSemaphoreDropAtEveryAwaitPoint(t *testing.T) {
 func TestSemaphoreWaitAllocatesNothing(t *testing.T) {
 	tc := newTestCx()
 	s := NewSemaphore(1)
-	f := s.Acquire(1)
+	f := s.AcquireAsync(1)
 	if a := testing.AllocsPerRun(100, func() {
 		f.Reset()
 		r, _ := f.Poll(tc.cx)
@@ -239,7 +239,7 @@ func TestSemaphoreStressBound(t *testing.T) {
 			for j := 0; j < per; j++ {
 				n := int64(1 + rng.IntN(2))
 				if rng.IntN(5) == 0 {
-					r := blitzio.Await(co, blitzio.Timeout(time.Duration(rng.IntN(3))*time.Millisecond, blitzio.Future[blitzio.Result[Permit]](s.Acquire(n))))
+					r := blitzio.Await(co, blitzio.Timeout(time.Duration(rng.IntN(3))*time.Millisecond, blitzio.Future[blitzio.Result[Permit]](s.AcquireAsync(n))))
 					if r.Err != nil {
 						j--
 						continue // timed out: try again
@@ -249,7 +249,7 @@ func TestSemaphoreStressBound(t *testing.T) {
 					p.Release()
 					continue
 				}
-				r := blitzio.Await(co, s.Acquire(n))
+				r := blitzio.Await(co, s.AcquireAsync(n))
 				if r.Err != nil {
 					panic(r.Err)
 				}
@@ -282,7 +282,7 @@ func TestSemaphoreStressBound(t *testing.T) {
 					p.Release()
 					continue
 				}
-				p, err := s.BlockingAcquire(n)
+				p, err := s.Acquire(n)
 				if err != nil {
 					t.Error(err)
 					return
@@ -316,7 +316,7 @@ func TestSemaphoreCloseRacesWaiters(t *testing.T) {
 		for range 16 {
 			hs = append(hs, blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
 				for {
-					r := blitzio.Await(co, s.Acquire(1))
+					r := blitzio.Await(co, s.AcquireAsync(1))
 					if r.Err != nil {
 						return r.Err
 					}

@@ -81,52 +81,71 @@ func (l *RwLock) TryWrite() (RwLockWriteGuard, bool) {
 	return RwLockWriteGuard{l, gen}, true
 }
 
-// Read returns a future ready with a read guard once the lock can be shared.
-func (l *RwLock) Read() *RwLockFuture[RwLockReadGuard] {
+// ReadAsync returns a future ready with a read guard once the lock can be shared: the
+// form for tasks.
+func (l *RwLock) ReadAsync() *RwLockFuture[RwLockReadGuard] {
 	if l == nil {
-		nilRwLock("Read")
+		nilRwLock("ReadAsync")
 	}
 	f := &RwLockFuture[RwLockReadGuard]{l: l}
 	f.w.kind = kindReader
 	return f
 }
 
-// Write returns a future ready with the write guard once the lock is free for it.
-func (l *RwLock) Write() *RwLockFuture[RwLockWriteGuard] {
+// WriteAsync returns a future ready with the write guard once the lock is free for it:
+// the form for tasks.
+func (l *RwLock) WriteAsync() *RwLockFuture[RwLockWriteGuard] {
 	if l == nil {
-		nilRwLock("Write")
+		nilRwLock("WriteAsync")
 	}
 	f := &RwLockFuture[RwLockWriteGuard]{l: l}
 	f.w.kind = kindWriter
 	return f
 }
 
-// BlockingRead takes a read hold from a plain goroutine. It must not be called from a
-// task: it would block the worker.
-func (l *RwLock) BlockingRead() RwLockReadGuard {
-	return blockOn[RwLockReadGuard](l.Read())
+// Read takes a read hold from a plain goroutine, parking it until the lock can be
+// shared. Called from a task's code when it would have to wait, it panics (it would
+// block a worker); use ReadAsync there.
+func (l *RwLock) Read() RwLockReadGuard {
+	if g, ok := l.TryRead(); ok {
+		return g
+	}
+	refuseInRuntime("RwLock.Read", "ReadAsync")
+	return blockOn[RwLockReadGuard](l.ReadAsync())
 }
 
-// BlockingWrite takes the write hold from a plain goroutine. It must not be called from a
-// task: it would block the worker.
-func (l *RwLock) BlockingWrite() RwLockWriteGuard {
-	return blockOn[RwLockWriteGuard](l.Write())
+// Write takes the write hold from a plain goroutine, parking it until the lock is free.
+// Called from a task's code when it would have to wait, it panics; use WriteAsync there.
+func (l *RwLock) Write() RwLockWriteGuard {
+	if g, ok := l.TryWrite(); ok {
+		return g
+	}
+	refuseInRuntime("RwLock.Write", "WriteAsync")
+	return blockOn[RwLockWriteGuard](l.WriteAsync())
 }
 
-// ReadContext is BlockingRead that gives up when ctx is done, returning ctx.Err().
+// ReadContext is Read that gives up when ctx is done, returning ctx.Err().
 func (l *RwLock) ReadContext(ctx context.Context) (RwLockReadGuard, error) {
 	if err := ctx.Err(); err != nil {
 		return RwLockReadGuard{}, err
 	}
-	return blockOnCtx[RwLockReadGuard](ctx, l.Read())
+	if g, ok := l.TryRead(); ok {
+		return g, nil
+	}
+	refuseInRuntime("RwLock.ReadContext", "ReadAsync")
+	return blockOnCtx[RwLockReadGuard](ctx, l.ReadAsync())
 }
 
-// WriteContext is BlockingWrite that gives up when ctx is done, returning ctx.Err().
+// WriteContext is Write that gives up when ctx is done, returning ctx.Err().
 func (l *RwLock) WriteContext(ctx context.Context) (RwLockWriteGuard, error) {
 	if err := ctx.Err(); err != nil {
 		return RwLockWriteGuard{}, err
 	}
-	return blockOnCtx[RwLockWriteGuard](ctx, l.Write())
+	if g, ok := l.TryWrite(); ok {
+		return g, nil
+	}
+	refuseInRuntime("RwLock.WriteContext", "WriteAsync")
+	return blockOnCtx[RwLockWriteGuard](ctx, l.WriteAsync())
 }
 
 // Unlock releases the read hold. It panics if no read hold is outstanding (an unlock too
@@ -187,8 +206,8 @@ func (l *RwLock) grantLocked(wl *wakeList) {
 	}
 }
 
-// RwLockFuture is the future returned by RwLock.Read (G = RwLockReadGuard) and
-// RwLock.Write (G = RwLockWriteGuard); its waiter node lives in it.
+// RwLockFuture is the future returned by RwLock.ReadAsync (G = RwLockReadGuard) and
+// RwLock.WriteAsync (G = RwLockWriteGuard); its waiter node lives in it.
 type RwLockFuture[G RwLockReadGuard | RwLockWriteGuard] struct {
 	l     *RwLock
 	w     waiter

@@ -242,29 +242,31 @@ func (s *Semaphore) Close() {
 	wl.wake(nil)
 }
 
-// Acquire returns a future that is ready with n permits once they are free, or with
-// ErrSemaphoreClosed. It panics if n is negative or above MaxPermits. Acquiring 0
+// AcquireAsync returns a future that is ready with n permits once they are free, or
+// with ErrSemaphoreClosed: the form for tasks. It panics if n is negative or above MaxPermits. Acquiring 0
 // permits is ready at once (unless the semaphore is closed).
-func (s *Semaphore) Acquire(n int64) *AcquireFuture {
+func (s *Semaphore) AcquireAsync(n int64) *AcquireFuture {
 	if s == nil {
-		nilSemaphore("Acquire")
+		nilSemaphore("AcquireAsync")
 	}
-	checkPermits("Semaphore.Acquire", "n", n)
+	checkPermits("Semaphore.AcquireAsync", "n", n)
 	f := &AcquireFuture{s: s}
 	f.w.want = n
 	return f
 }
 
-// BlockingAcquire acquires n permits from a plain goroutine, parking it until they are
-// free. It must not be called from a task: it would block the worker.
-func (s *Semaphore) BlockingAcquire(n int64) (Permit, error) {
+// Acquire acquires n permits from a plain goroutine, parking it until they are free; it
+// fails with ErrSemaphoreClosed. Called from a task's code when it would have to wait, it
+// panics (it would block a worker); use AcquireAsync there.
+func (s *Semaphore) Acquire(n int64) (Permit, error) {
 	if p, err := s.TryAcquire(n); err != ErrNoPermits {
 		return p, err
 	}
-	return blockOn[blitzio.Result[Permit]](s.Acquire(n)).Get()
+	refuseInRuntime("Semaphore.Acquire", "AcquireAsync")
+	return blockOn[blitzio.Result[Permit]](s.AcquireAsync(n)).Get()
 }
 
-// AcquireContext is BlockingAcquire that gives up when ctx is done, returning ctx.Err()
+// AcquireContext is Acquire that gives up when ctx is done, returning ctx.Err()
 // (the permits collected so far go back to the semaphore).
 func (s *Semaphore) AcquireContext(ctx context.Context, n int64) (Permit, error) {
 	if p, err := s.TryAcquire(n); err != ErrNoPermits {
@@ -273,14 +275,15 @@ func (s *Semaphore) AcquireContext(ctx context.Context, n int64) (Permit, error)
 	if err := ctx.Err(); err != nil {
 		return Permit{}, err
 	}
-	r, err := blockOnCtx[blitzio.Result[Permit]](ctx, s.Acquire(n))
+	refuseInRuntime("Semaphore.AcquireContext", "AcquireAsync")
+	r, err := blockOnCtx[blitzio.Result[Permit]](ctx, s.AcquireAsync(n))
 	if err != nil {
 		return Permit{}, err
 	}
 	return r.Get()
 }
 
-// AcquireFuture is the future returned by Semaphore.Acquire; its waiter node lives in it,
+// AcquireFuture is the future returned by Semaphore.AcquireAsync; its waiter node lives in it,
 // so waiting allocates nothing. Reset reuses it for another acquire of the same count.
 type AcquireFuture struct {
 	s   *Semaphore

@@ -2,6 +2,8 @@ package tsync
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/blitzgo/blitz/blitzio"
@@ -191,4 +193,62 @@ func blockOnCtx[T any](ctx context.Context, f blitzio.Future[T]) (T, error) {
 			return zero, ctx.Err()
 		}
 	}
+}
+
+// probeContext polls a blocking form's future once before the caller is checked and
+// parked, so a wait that is over at once (a stored permit, the last party of a barrier)
+// costs no stack walk. Its Waker is the zero Waker: a wake aimed at a future queued by
+// this poll is lost, which is harmless, because blockOn polls again (registering its
+// parker's waker under the primitive's lock) before it parks. Polling only reads the
+// Context, so one is shared.
+var probeContext = blitzio.NewContext(nil, blitzio.Waker{})
+
+// Entry functions of the blitzio goroutines that must not block: a worker, and the
+// goroutine of an Async function (which its poller, usually a worker, waits on).
+// TestBlockingFormsRefuseTasks fails if blitzio renames them.
+const (
+	workerEntryFunc    = "github.com/blitzgo/blitz/blitzio.(*worker).run"
+	coroutineEntryFunc = "github.com/blitzgo/blitz/blitzio.runCoroutine"
+)
+
+// refuseInRuntime panics, naming op and the future form to use instead, if the caller
+// runs on a blitzio worker or inside an Async function: a blocking form would park that
+// goroutine, and a runtime whose workers all wait this way deadlocks (blitzio.BlockOn
+// refuses the same mistake). Go has no goroutine-local storage, so we look at the bottom
+// frames of the stack for the goroutine's entry function. The walk costs about a
+// microsecond; blocking forms call it only when they are about to park.
+func refuseInRuntime(op, futureForm string) {
+	var buf [64]uintptr
+	pcs := buf[:]
+	n := runtime.Callers(2, pcs)
+	for n == len(pcs) && len(pcs) < 1<<20 {
+		pcs = make([]uintptr, 4*len(pcs))
+		n = runtime.Callers(2, pcs)
+	}
+	for _, pc := range pcs[max(0, n-6):n] {
+		f := runtime.FuncForPC(pc - 1) // pc-1: a return address may start the next function
+		if f == nil {
+			continue
+		}
+		switch name := f.Name(); {
+		case name == workerEntryFunc:
+			panic("tsync: cannot block from within a runtime: " + op + " called by a task's code would " +
+				"block its worker; await the future form (" + futureForm + ") instead")
+		case name == coroutineEntryFunc || strings.HasPrefix(name, coroutineEntryFunc+"["):
+			panic("tsync: cannot block from within a runtime: " + op + " called inside an Async function " +
+				"would block the goroutine polling it; Await the future form (" + futureForm + ") instead")
+		}
+	}
+}
+
+// refuseInRuntimeDrop is refuseInRuntime for a caller that already queued f: f is dropped
+// before the panic, so what it was handed passes on.
+func refuseInRuntimeDrop(op, futureForm string, f any) {
+	defer func() {
+		if r := recover(); r != nil {
+			blitzio.Drop(f)
+			panic(r)
+		}
+	}()
+	refuseInRuntime(op, futureForm)
 }

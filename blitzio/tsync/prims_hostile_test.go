@@ -1,0 +1,80 @@
+package tsync
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blitzgo/blitz/blitzio"
+)
+
+// TestBlockingFormsRefuseTasks: a blocking form that would park, called from a task's
+// Poll or from an Async function, panics with a message naming the future form, instead
+// of blocking a worker; what its probe queued is dropped (nothing is lost), and a blocking
+// form that need not wait works anywhere. This also fails if blitzio renames the entry
+// functions refuseInRuntime looks for.
+func TestBlockingFormsRefuseTasks(t *testing.T) {
+	defer watchdog(t, 30*time.Second)()
+	rt := newRT(t, 2)
+	var m Mutex
+	var n Notify
+	var l RwLock
+	s := NewSemaphore(0)
+	b := NewBarrier(2)
+	tok := NewCancelToken()
+	var c OnceCell[int]
+	g := m.Lock()
+	w := l.Write()
+	checks := map[string]func(){
+		"Mutex.Lock":        func() { m.Lock() },
+		"Notify.Wait":       func() { n.Wait() },
+		"RwLock.Read":       func() { l.Read() },
+		"Semaphore.Acquire": func() { s.Acquire(1) },
+		"Barrier.Wait":      func() { b.Wait() },
+		"CancelToken.Wait":  func() { tok.Wait() },
+		"OnceCell.GetOrInitContext": func() {
+			c.GetOrInitContext(context.Background(), func(context.Context) (int, error) { return 0, nil })
+		},
+	}
+	// An initialiser that never finishes keeps the cell busy.
+	hold := c.GetOrInit(func() blitzio.Future[int] { return blitzio.Pending[int]() })
+	hold.Poll(newTestCx().cx)
+	for name, call := range checks {
+		for _, async := range []bool{false, true} {
+			var fut blitzio.Future[int]
+			if async {
+				fut = blitzio.Async(func(*blitzio.Co) int { call(); return 0 })
+			} else {
+				fut = blitzio.PollFn(func(*blitzio.Context) (int, bool) { call(); return 0, true })
+			}
+			_, err := blitzio.Spawn(rt, fut).Wait()
+			if err == nil || !strings.Contains(err.Error(), "cannot block from within a runtime: "+name) {
+				t.Fatalf("%s from a task (async=%v): err = %v", name, async, err)
+			}
+		}
+	}
+	// Nothing the refused calls queued is left behind.
+	if !m.waiters.empty() || !n.waiters.empty() || !l.waiters.empty() || !s.waiters.empty() || b.arrived != 0 {
+		t.Fatal("a refused blocking call left a waiter queued")
+	}
+	if !c.waiters.empty() {
+		t.Fatal("a refused GetOrInitContext left a waiter queued")
+	}
+	hold.Drop()
+	g.Unlock()
+	w.Unlock()
+	// Calls that need not wait are fine from a task.
+	n.NotifyOne()
+	tok.Cancel()
+	h := blitzio.Spawn(rt, blitzio.PollFn(func(*blitzio.Context) (int, bool) {
+		g := m.Lock()
+		g.Unlock()
+		n.Wait()
+		tok.Wait()
+		return 1, true
+	}))
+	if v, err := h.Wait(); err != nil || v != 1 {
+		t.Fatalf("non-blocking uses of blocking forms from a task: %v %v", v, err)
+	}
+}
