@@ -74,6 +74,7 @@ func (b *Barrier) WaitContext(ctx context.Context) (BarrierResult, error) {
 }
 
 // BarrierFuture is the future returned by Barrier.WaitAsync; its waiter node lives in it.
+// Reset reuses it for the next generation.
 type BarrierFuture struct {
 	b   *Barrier
 	w   waiter
@@ -146,4 +147,14 @@ func (f *BarrierFuture) Drop() {
 		b.arrived--
 	}
 	b.mu.Unlock()
+}
+
+// Reset makes f arrive again (a new wait, normally in the next generation), so a loop can
+// wait without allocating a future per generation. A waiting f is dropped first, which
+// withdraws its arrival.
+func (f *BarrierFuture) Reset() {
+	if f.st == futWaiting {
+		f.Drop()
+	}
+	f.st, f.res = futIdle, BarrierResult{}
 }

@@ -212,7 +212,7 @@ func (p *barrierParty) Poll(cx *blitzio.Context) (struct{}, bool) {
 			return struct{}{}, false
 		}
 		p.n--
-		p.f = BarrierFuture{b: p.b}
+		p.f.Reset()
 	}
 	return struct{}{}, true
 }

@@ -146,3 +146,25 @@ func TestBarrierWaitContext(t *testing.T) {
 		t.Fatal("not exactly one leader")
 	}
 }
+
+func TestBarrierWaitAllocatesNothing(t *testing.T) {
+	tc := newTestCx()
+	b := NewBarrier(2)
+	f1, f2 := b.WaitAsync(), b.WaitAsync()
+	if a := testing.AllocsPerRun(100, func() {
+		f1.Reset()
+		f2.Reset()
+		f1.Poll(tc.cx)
+		f2.Poll(tc.cx)
+		f1.Poll(tc.cx)
+	}); a != 0 {
+		t.Fatalf("a generation: %v allocs", a)
+	}
+	// Reset of a waiting future withdraws its arrival.
+	f1.Reset()
+	f1.Poll(tc.cx)
+	f1.Reset()
+	if b.arrived != 0 {
+		t.Fatalf("arrived = %d after Reset of a waiting party", b.arrived)
+	}
+}
