@@ -10,13 +10,13 @@ import (
 )
 
 // TestBlockingFormsRefuseTasks: a blocking form that would park, called from a task's
-// Poll or from an Async function, panics with a message naming the future form, instead
+// Poll or from an Async function (on either of two runtimes), panics with a message naming the future form, instead
 // of blocking a worker; what its probe queued is dropped (nothing is lost), and a blocking
 // form that need not wait works anywhere. This also fails if blitzio renames the entry
 // functions refuseInRuntime looks for.
 func TestBlockingFormsRefuseTasks(t *testing.T) {
 	defer watchdog(t, 30*time.Second)()
-	rt := newRT(t, 2)
+	rt, rt2 := newRT(t, 2), newRT(t, 1)
 	var m Mutex
 	var n Notify
 	var l RwLock
@@ -41,14 +41,18 @@ func TestBlockingFormsRefuseTasks(t *testing.T) {
 	hold := c.GetOrInit(func() blitzio.Future[int] { return blitzio.Pending[int]() })
 	hold.Poll(newTestCx().cx)
 	for name, call := range checks {
-		for _, async := range []bool{false, true} {
+		for k, async := range []bool{false, true, false, true} {
+			on := rt
+			if k >= 2 {
+				on = rt2 // the same values, from a second runtime's tasks
+			}
 			var fut blitzio.Future[int]
 			if async {
 				fut = blitzio.Async(func(*blitzio.Co) int { call(); return 0 })
 			} else {
 				fut = blitzio.PollFn(func(*blitzio.Context) (int, bool) { call(); return 0, true })
 			}
-			_, err := blitzio.Spawn(rt, fut).Wait()
+			_, err := blitzio.Spawn(on, fut).Wait()
 			if err == nil || !strings.Contains(err.Error(), "cannot block from within a runtime: "+name) {
 				t.Fatalf("%s from a task (async=%v): err = %v", name, async, err)
 			}

@@ -174,14 +174,19 @@ func (s *Semaphore) add(n int64, cx *blitzio.Context) {
 	}
 	var wl wakeList
 	s.mu.Lock()
-	s.addLocked(n, &wl)
+	over := s.addLocked(n, &wl)
 	s.mu.Unlock()
 	wl.wake(cx)
+	if over != 0 {
+		panic(fmt.Sprintf("tsync: Semaphore: adding %d permits to %d exceeds MaxPermits", n, over))
+	}
 }
 
 // addLocked gives n permits to the waiters in order, the rest to the pool. Called with
-// s.mu held.
-func (s *Semaphore) addLocked(n int64, wl *wakeList) {
+// s.mu held. If the pool would exceed MaxPermits it adds nothing to the pool and returns
+// the pool's count, for the caller to panic once mu is released (a panic under mu would
+// leave the semaphore locked for good).
+func (s *Semaphore) addLocked(n int64, wl *wakeList) (overflowAt uint64) {
 	for n > 0 {
 		w := s.waiters.head
 		if w == nil {
@@ -190,7 +195,7 @@ func (s *Semaphore) addLocked(n int64, wl *wakeList) {
 		need := w.want - w.got
 		if n < need {
 			w.got += n
-			return // the state's permit count stays 0 while waiters are queued
+			return 0 // the state's permit count stays 0 while waiters are queued
 		}
 		n -= need
 		w.got = w.want
@@ -205,11 +210,11 @@ func (s *Semaphore) addLocked(n int64, wl *wakeList) {
 			next &^= semWaiters
 		}
 		if int64(st>>semShift) > MaxPermits-n {
-			panic(fmt.Sprintf("tsync: Semaphore: adding %d permits to %d exceeds MaxPermits", n, st>>semShift))
+			return max(st>>semShift, 1)
 		}
 		next += uint64(n) << semShift
 		if s.state.CompareAndSwap(st, next) {
-			return
+			return 0
 		}
 	}
 }
@@ -380,7 +385,9 @@ func (f *AcquireFuture) Drop() {
 	back := f.w.got
 	f.w.got, f.w.notified = 0, false
 	if back > 0 || s.waiters.empty() {
-		// addLocked clears semWaiters when the queue is empty, even for 0 permits.
+		// addLocked clears semWaiters when the queue is empty, even for 0 permits. It
+		// cannot overflow: the pool is empty while waiters are queued, and back is at
+		// most MaxPermits.
 		s.addLocked(back, &wl)
 	}
 	s.mu.Unlock()
