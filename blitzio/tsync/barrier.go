@@ -16,6 +16,9 @@ import (
 // A waiting party that is dropped (a Timeout or Select around Wait) withdraws its
 // arrival, so the generation waits for someone else instead of releasing with a party
 // missing.
+//
+// The zero Barrier is a barrier for one party. A Barrier must not be copied after first
+// use.
 type Barrier struct {
 	n       int
 	mu      sync.Mutex

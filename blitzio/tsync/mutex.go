@@ -55,19 +55,21 @@ func nilMutex(op string) {
 
 // TryLock takes the lock if it is free and nobody waits for it, without waiting.
 func (m *Mutex) TryLock() (MutexGuard, bool) {
-	if m == nil {
-		nilMutex("TryLock")
-	}
 	// Not locked implies no waiters: an unlock with waiters hands the lock over instead
 	// of freeing it, and the last waiter to leave clears mWaiters.
-	if s := m.state.Load(); s&mLocked == 0 && m.state.CompareAndSwap(s, s|mLocked) {
-		return MutexGuard{m: m, gen: s >> mGenShift}, true
+	if m != nil {
+		if s := m.state.Load(); s&mLocked == 0 && m.state.CompareAndSwap(s, s|mLocked) {
+			return MutexGuard{m: m, gen: s >> mGenShift}, true
+		}
 	}
 	return m.tryLockSlow()
 }
 
 //go:noinline
 func (m *Mutex) tryLockSlow() (MutexGuard, bool) {
+	if m == nil {
+		nilMutex("TryLock")
+	}
 	for {
 		s := m.state.Load()
 		if s&mLocked != 0 {
@@ -120,12 +122,17 @@ func (m *Mutex) IsLocked() bool { return m.state.Load()&mLocked != 0 }
 // Unlock releases the lock, handing it to the oldest waiter if there is one. It panics if
 // the guard was already unlocked (through this copy or another) or is the zero guard.
 func (g MutexGuard) Unlock() {
-	// Fast path, one CAS: held by this guard's generation and nobody waits.
-	if g.m != nil && g.m.state.CompareAndSwap(g.gen<<mGenShift|mLocked, (g.gen+1)<<mGenShift) {
-		return
+	// Fast path, one CAS: held by this guard's generation and nobody waits. (A zero
+	// guard's nil m goes to the slow path, which names the mistake.)
+	if m := g.m; m == nil || !m.state.CompareAndSwap(g.gen<<mGenShift|mLocked, (g.gen+1)<<mGenShift) {
+		g.unlockSlow()
 	}
-	g.unlock(nil)
 }
+
+// unlockSlow is unlock without a Context, kept out of line so Unlock inlines.
+//
+//go:noinline
+func (g MutexGuard) unlockSlow() { g.unlock(nil) }
 
 // UnlockFrom is Unlock for a task being polled with cx: the task the lock is handed to
 // runs next on this worker (blitzio.Waker.WakeFrom), which keeps a hot lock on one
