@@ -110,7 +110,7 @@ func (f *BarrierFuture) Poll(cx *blitzio.Context) (BarrierResult, bool) {
 		// The last party: release the generation. Every waiter is unlinked and
 		// marked before mu is released, so none of them can withdraw any more.
 		b.arrived = 0
-		var wl wakeList
+		var wl wakeBuf
 		for w := b.waiters.popFront(); w != nil; w = b.waiters.popFront() {
 			w.notified = true
 			wl.add(w.waker)

@@ -94,7 +94,7 @@ func (t *CancelToken) Cancel() {
 	if t.cancelled.Load() {
 		return
 	}
-	var wl wakeList
+	var wl wakeBuf
 	mu := t.lock()
 	if t.cancelled.Load() {
 		mu.Unlock()

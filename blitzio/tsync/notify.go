@@ -75,7 +75,7 @@ func (n *Notify) NotifyWaiters() {
 	if n == nil {
 		nilNotify("NotifyWaiters")
 	}
-	var wl wakeList
+	var wl wakeBuf
 	n.mu.Lock()
 	n.calls.Add(1)
 	for w := n.waiters.popFront(); w != nil; w = n.waiters.popFront() {

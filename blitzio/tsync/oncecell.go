@@ -64,7 +64,7 @@ func (c *OnceCell[T]) IsSet() bool { return c.state.Load() == onceSet }
 // Set stores v if the cell is empty and no initialiser runs; otherwise it returns
 // ErrOnceCellSet or ErrOnceCellBusy.
 func (c *OnceCell[T]) Set(v T) error {
-	var wl wakeList
+	var wl wakeBuf
 	c.mu.Lock()
 	switch c.state.Load() {
 	case onceSet:
@@ -81,7 +81,7 @@ func (c *OnceCell[T]) Set(v T) error {
 }
 
 // setLocked publishes v and releases every waiter.
-func (c *OnceCell[T]) setLocked(v T, wl *wakeList) {
+func (c *OnceCell[T]) setLocked(v T, wl *wakeBuf) {
 	c.value = v
 	c.state.Store(onceSet)
 	for w := c.waiters.popFront(); w != nil; w = c.waiters.popFront() {
@@ -92,7 +92,7 @@ func (c *OnceCell[T]) setLocked(v T, wl *wakeList) {
 
 // passOnLocked gives up the initialiser's turn: to the oldest waiter (which runs its own
 // initialiser when next polled), or back to empty.
-func (c *OnceCell[T]) passOnLocked(wl *wakeList) {
+func (c *OnceCell[T]) passOnLocked(wl *wakeBuf) {
 	w := c.waiters.popFront()
 	if w == nil {
 		c.state.Store(onceEmpty)
@@ -211,7 +211,7 @@ func (o *onceWait[T]) poll(cx *blitzio.Context) (v T, set, turn bool) {
 // drop leaves the queue, passing on a turn handed to us (or held by us as initialiser).
 func (o *onceWait[T]) drop() {
 	c := o.c
-	var wl wakeList
+	var wl wakeBuf
 	c.mu.Lock()
 	switch o.st {
 	case futWaiting:
@@ -232,7 +232,7 @@ func (o *onceWait[T]) drop() {
 // finishInit publishes the initialiser's outcome: set the value, or pass the turn on.
 func (o *onceWait[T]) finishInit(cx *blitzio.Context, v T, err error) {
 	c := o.c
-	var wl wakeList
+	var wl wakeBuf
 	c.mu.Lock()
 	if err == nil {
 		c.setLocked(v, &wl)

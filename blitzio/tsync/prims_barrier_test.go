@@ -26,9 +26,9 @@ func TestBarrierZeroAndOne(t *testing.T) {
 	if r := zb.Wait(); !r.IsLeader {
 		t.Fatal("zero Barrier is not a one-party barrier")
 	}
-	mustPanic(t, "n = -1", func() { NewBarrier(-1) })
+	expectPanic(t, "n = -1", func() { NewBarrier(-1) })
 	var nb *Barrier
-	mustPanic(t, "nil *Barrier", func() { nb.WaitAsync() })
+	expectPanic(t, "nil *Barrier", func() { nb.WaitAsync() })
 }
 
 // TestBarrierDropWithdraws: a waiting party that is dropped withdraws its arrival, so the

@@ -47,8 +47,8 @@ func newRT(t testing.TB, workers int) *blitzio.Runtime {
 	return rt
 }
 
-// mustPanic runs f and fails unless it panics with a message containing want.
-func mustPanic(t *testing.T, want string, f func()) {
+// expectPanic runs f and fails unless it panics with a message containing want.
+func expectPanic(t *testing.T, want string, f func()) {
 	t.Helper()
 	defer func() {
 		t.Helper()
@@ -66,7 +66,7 @@ func mustPanic(t *testing.T, want string, f func()) {
 // stressScale shrinks iteration counts under the race detector, which slows every
 // synchronised operation about tenfold.
 func stressScale(n int) int {
-	if raceEnabled {
+	if primsRace {
 		return max(n/10, 1)
 	}
 	return n

@@ -3,6 +3,7 @@ package tsync
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,5 +81,36 @@ func TestBlockingFormsRefuseTasks(t *testing.T) {
 	}))
 	if v, err := h.Wait(); err != nil || v != 1 {
 		t.Fatalf("non-blocking uses of blocking forms from a task: %v %v", v, err)
+	}
+}
+
+// TestPanickingWakerStrandsNobody: a waker that panics (a WakerFunc breaking its
+// contract) while a group is released does not leave the rest of the group asleep, and
+// its panic still reaches the caller.
+func TestPanickingWakerStrandsNobody(t *testing.T) {
+	bad := blitzio.NewContext(nil, blitzio.WakerFunc(func() { panic("bad waker") }))
+	for _, size := range []int{2, 4, 9} {
+		var n Notify
+		var woken atomic.Int64
+		good := blitzio.NewContext(nil, blitzio.WakerFunc(func() { woken.Add(1) }))
+		n.Notified().Poll(bad)
+		for range size - 1 {
+			n.Notified().Poll(good)
+		}
+		expectPanic(t, "bad waker", n.NotifyWaiters)
+		if woken.Load() != int64(size-1) {
+			t.Fatalf("group of %d: %d of %d good waiters woken", size, woken.Load(), size-1)
+		}
+	}
+	// The same for a Barrier generation, with the bad waker last.
+	b := NewBarrier(4)
+	var woken atomic.Int64
+	good := blitzio.NewContext(nil, blitzio.WakerFunc(func() { woken.Add(1) }))
+	b.WaitAsync().Poll(good)
+	b.WaitAsync().Poll(good)
+	b.WaitAsync().Poll(bad)
+	expectPanic(t, "bad waker", func() { b.WaitAsync().Poll(good) })
+	if woken.Load() != 2 {
+		t.Fatalf("barrier: %d of 2 good parties woken", woken.Load())
 	}
 }

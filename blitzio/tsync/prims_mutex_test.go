@@ -27,22 +27,22 @@ func TestMutexTryLockAndGuardMisuse(t *testing.T) {
 	if m.IsLocked() {
 		t.Fatal("still locked after Unlock")
 	}
-	mustPanic(t, "unlocked twice", g.Unlock)
+	expectPanic(t, "unlocked twice", g.Unlock)
 	// A copy of the unlocked guard panics even once the lock is held again by someone
 	// else: the generation tells the holds apart.
 	g2, ok := m.TryLock()
 	if !ok {
 		t.Fatal("relock failed")
 	}
-	mustPanic(t, "unlocked twice", copyOfG.Unlock)
+	expectPanic(t, "unlocked twice", copyOfG.Unlock)
 	if !m.IsLocked() {
 		t.Fatal("a stale guard's Unlock released the new holder's lock")
 	}
 	g2.Unlock()
-	mustPanic(t, "zero MutexGuard", MutexGuard{}.Unlock)
+	expectPanic(t, "zero MutexGuard", MutexGuard{}.Unlock)
 	var nm *Mutex
-	mustPanic(t, "nil *Mutex", func() { nm.LockAsync() })
-	mustPanic(t, "nil *Mutex", func() { nm.TryLock() })
+	expectPanic(t, "nil *Mutex", func() { nm.LockAsync() })
+	expectPanic(t, "nil *Mutex", func() { nm.TryLock() })
 }
 
 // TestMutexFIFOHandOff queues waiters by hand and checks each Unlock hands the lock to the
@@ -158,7 +158,7 @@ func TestMutexDropAtEveryAwaitPoint(t *testing.T) {
 			t.Fatal("Drop of a finished future released the caller's guard")
 		}
 		g.Unlock()
-		mustPanic(t, "after Drop", func() { m.LockAsync().dropThenPoll(tc.cx) })
+		expectPanic(t, "after Drop", func() { m.LockAsync().dropThenPoll(tc.cx) })
 	})
 }
 

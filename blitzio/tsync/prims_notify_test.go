@@ -28,7 +28,7 @@ func TestNotifyStoredPermit(t *testing.T) {
 		t.Fatal("waiter not notified")
 	}
 	var nn *Notify
-	mustPanic(t, "nil *Notify", func() { nn.NotifyOne() })
+	expectPanic(t, "nil *Notify", func() { nn.NotifyOne() })
 }
 
 func TestNotifyOneFIFO(t *testing.T) {

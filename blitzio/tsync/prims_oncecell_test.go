@@ -29,8 +29,8 @@ func TestOnceCellSetGet(t *testing.T) {
 		t.Fatal("NewOnceCellWith")
 	}
 	var nc *OnceCell[int]
-	mustPanic(t, "nil *OnceCell", func() { nc.GetOrInit(nil) })
-	mustPanic(t, "init is nil", func() { c.GetOrInit(nil) })
+	expectPanic(t, "nil *OnceCell", func() { nc.GetOrInit(nil) })
+	expectPanic(t, "init is nil", func() { c.GetOrInit(nil) })
 }
 
 // TestOnceCellInitOnce: many concurrent callers, tasks on two runtimes and goroutines;

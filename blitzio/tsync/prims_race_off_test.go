@@ -2,4 +2,4 @@
 
 package tsync
 
-const raceEnabled = false
+const primsRace = false

@@ -2,4 +2,4 @@
 
 package tsync
 
-const raceEnabled = true
+const primsRace = true

@@ -24,7 +24,7 @@ func TestRwLockTryAndMisuse(t *testing.T) {
 	}
 	r1.Unlock()
 	r2.Unlock()
-	mustPanic(t, "more times than read holds", r2.Unlock)
+	expectPanic(t, "more times than read holds", r2.Unlock)
 	w, ok := l.TryWrite()
 	if !ok {
 		t.Fatal("writer refused on a free lock")
@@ -34,14 +34,14 @@ func TestRwLockTryAndMisuse(t *testing.T) {
 	}
 	stale := w
 	w.Unlock()
-	mustPanic(t, "unlocked twice", w.Unlock)
+	expectPanic(t, "unlocked twice", w.Unlock)
 	w2, _ := l.TryWrite()
-	mustPanic(t, "unlocked twice", stale.Unlock)
+	expectPanic(t, "unlocked twice", stale.Unlock)
 	w2.Unlock()
-	mustPanic(t, "zero RwLockReadGuard", RwLockReadGuard{}.Unlock)
-	mustPanic(t, "zero RwLockWriteGuard", RwLockWriteGuard{}.Unlock)
+	expectPanic(t, "zero RwLockReadGuard", RwLockReadGuard{}.Unlock)
+	expectPanic(t, "zero RwLockWriteGuard", RwLockWriteGuard{}.Unlock)
 	var nl *RwLock
-	mustPanic(t, "nil *RwLock", func() { nl.ReadAsync() })
+	expectPanic(t, "nil *RwLock", func() { nl.ReadAsync() })
 }
 
 // TestRwLockFairness: a writer queued behind readers blocks later readers (writers do not

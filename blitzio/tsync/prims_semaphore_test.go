@@ -51,13 +51,13 @@ func TestSemaphoreTryAcquireReleaseForget(t *testing.T) {
 }
 
 func TestSemaphoreBadCounts(t *testing.T) {
-	mustPanic(t, "permits = -1", func() { NewSemaphore(-1) })
-	mustPanic(t, "out of range", func() { NewSemaphore(math.MaxInt64) })
+	expectPanic(t, "permits = -1", func() { NewSemaphore(-1) })
+	expectPanic(t, "out of range", func() { NewSemaphore(math.MaxInt64) })
 	s := NewSemaphore(MaxPermits)
-	mustPanic(t, "n = -2", func() { s.AcquireAsync(-2) })
-	mustPanic(t, "n = -2", func() { s.TryAcquire(-2) })
-	mustPanic(t, "out of range", func() { s.AcquireAsync(math.MaxInt64) })
-	mustPanic(t, "exceeds MaxPermits", func() { s.AddPermits(1) })
+	expectPanic(t, "n = -2", func() { s.AcquireAsync(-2) })
+	expectPanic(t, "n = -2", func() { s.TryAcquire(-2) })
+	expectPanic(t, "out of range", func() { s.AcquireAsync(math.MaxInt64) })
+	expectPanic(t, "exceeds MaxPermits", func() { s.AddPermits(1) })
 	if s.Available() != MaxPermits {
 		t.Fatal("a refused AddPermits changed the count")
 	}
@@ -67,8 +67,8 @@ func TestSemaphoreBadCounts(t *testing.T) {
 	}
 	p.Release()
 	var ns *Semaphore
-	mustPanic(t, "nil *Semaphore", func() { ns.AcquireAsync(1) })
-	mustPanic(t, "nil *Semaphore", func() { ns.TryAcquire(1) })
+	expectPanic(t, "nil *Semaphore", func() { ns.AcquireAsync(1) })
+	expectPanic(t, "nil *Semaphore", func() { ns.TryAcquire(1) })
 }
 
 func TestSemaphoreCloseFailsWaiters(t *testing.T) {

@@ -155,7 +155,7 @@ func (g RwLockReadGuard) Unlock() {
 	if l == nil {
 		panic("tsync: Unlock of a zero RwLockReadGuard")
 	}
-	var wl wakeList
+	var wl wakeBuf
 	l.mu.Lock()
 	if l.readers == 0 {
 		l.mu.Unlock()
@@ -174,7 +174,7 @@ func (g RwLockWriteGuard) Unlock() {
 	if l == nil {
 		panic("tsync: Unlock of a zero RwLockWriteGuard")
 	}
-	var wl wakeList
+	var wl wakeBuf
 	l.mu.Lock()
 	if !l.writer || l.gen != g.gen {
 		l.mu.Unlock()
@@ -189,7 +189,7 @@ func (g RwLockWriteGuard) Unlock() {
 
 // grantLocked hands the lock to the waiters at the head that can have it now: a writer if
 // the lock is free, or every reader before the next writer if no writer holds it.
-func (l *RwLock) grantLocked(wl *wakeList) {
+func (l *RwLock) grantLocked(wl *wakeBuf) {
 	for w := l.waiters.head; w != nil && !l.writer; w = l.waiters.head {
 		if w.kind == kindWriter {
 			if l.readers != 0 {
@@ -289,7 +289,7 @@ func (f *RwLockFuture[G]) Drop() {
 	}
 	f.st = futDropped
 	l := f.l
-	var wl wakeList
+	var wl wakeBuf
 	l.mu.Lock()
 	if f.w.queued {
 		l.waiters.remove(&f.w)

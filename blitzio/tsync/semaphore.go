@@ -172,7 +172,7 @@ func (s *Semaphore) add(n int64, cx *blitzio.Context) {
 			return
 		}
 	}
-	var wl wakeList
+	var wl wakeBuf
 	s.mu.Lock()
 	over := s.addLocked(n, &wl)
 	s.mu.Unlock()
@@ -186,7 +186,7 @@ func (s *Semaphore) add(n int64, cx *blitzio.Context) {
 // s.mu held. If the pool would exceed MaxPermits it adds nothing to the pool and returns
 // the pool's count, for the caller to panic once mu is released (a panic under mu would
 // leave the semaphore locked for good).
-func (s *Semaphore) addLocked(n int64, wl *wakeList) (overflowAt uint64) {
+func (s *Semaphore) addLocked(n int64, wl *wakeBuf) (overflowAt uint64) {
 	for n > 0 {
 		w := s.waiters.head
 		if w == nil {
@@ -225,7 +225,7 @@ func (s *Semaphore) Close() {
 	if s == nil {
 		nilSemaphore("Close")
 	}
-	var wl wakeList
+	var wl wakeBuf
 	s.mu.Lock()
 	var back int64
 	for w := s.waiters.popFront(); w != nil; w = s.waiters.popFront() {
@@ -377,7 +377,7 @@ func (f *AcquireFuture) Drop() {
 	}
 	f.st = futDropped
 	s := f.s
-	var wl wakeList
+	var wl wakeBuf
 	s.mu.Lock()
 	if f.w.queued {
 		s.waiters.remove(&f.w)

@@ -84,21 +84,11 @@ func (l *waitList) empty() bool { return l.head == nil }
 type wakeList struct {
 	one  blitzio.Waker
 	more []blitzio.Waker
-	// few holds the second to fourth wakers, so releasing a small group (a Barrier
-	// generation, a write unlock admitting a few readers) allocates nothing; more
-	// takes the rest.
-	few  [3]blitzio.Waker
-	nfew int
 }
 
 func (wl *wakeList) add(w blitzio.Waker) {
 	if wl.one.IsZero() {
 		wl.one = w
-		return
-	}
-	if wl.nfew < len(wl.few) {
-		wl.few[wl.nfew] = w
-		wl.nfew++
 		return
 	}
 	wl.more = append(wl.more, w)
@@ -112,11 +102,69 @@ func (wl *wakeList) wake(cx *blitzio.Context) {
 	} else {
 		wl.one.Wake()
 	}
-	for _, w := range wl.few[:wl.nfew] {
-		w.Wake()
-	}
 	for _, w := range wl.more {
 		w.Wake()
+	}
+}
+
+// wakeBuf is the wakeList of the primitives: it holds up to four wakers inline, so
+// releasing a small group (a Barrier generation, the readers a write unlock admits, the
+// waiters a large Release completes) allocates nothing; more go to a slice. Its wake
+// survives a waker that panics (a WakerFunc breaking its contract): the waiters were
+// unlinked already, so one left unwoken would sleep forever; the first panic is
+// re-raised after every waker ran.
+type wakeBuf struct {
+	few  [4]blitzio.Waker
+	n    int
+	more []blitzio.Waker
+}
+
+func (wb *wakeBuf) add(w blitzio.Waker) {
+	if wb.n < len(wb.few) {
+		wb.few[wb.n] = w
+		wb.n++
+		return
+	}
+	wb.more = append(wb.more, w)
+}
+
+// wake calls every collected waker, the first from cx (see wakeList.wake).
+func (wb *wakeBuf) wake(cx *blitzio.Context) {
+	switch {
+	case wb.n == 0:
+		return
+	case wb.n == 1:
+		// One waiter: nobody else to strand if its waker panics.
+		if cx != nil {
+			wb.few[0].WakeFrom(cx)
+		} else {
+			wb.few[0].Wake()
+		}
+		return
+	}
+	var first any
+	panicked := false
+	call := func(w blitzio.Waker, from *blitzio.Context) {
+		defer func() {
+			if r := recover(); r != nil && !panicked {
+				panicked, first = true, r
+			}
+		}()
+		if from != nil {
+			w.WakeFrom(from)
+		} else {
+			w.Wake()
+		}
+	}
+	call(wb.few[0], cx)
+	for _, w := range wb.few[1:wb.n] {
+		call(w, nil)
+	}
+	for _, w := range wb.more {
+		call(w, nil)
+	}
+	if panicked {
+		panic(first)
 	}
 }
 
