@@ -114,3 +114,46 @@ func TestPanickingWakerStrandsNobody(t *testing.T) {
 		t.Fatalf("barrier: %d of 2 good parties woken", woken.Load())
 	}
 }
+
+// TestBlockingFormsFromBlockingPool: SpawnBlocking jobs are where blocking belongs; the
+// blocking forms work there, joined by tasks awaiting the future forms.
+func TestBlockingFormsFromBlockingPool(t *testing.T) {
+	defer watchdog(t, 30*time.Second)()
+	rt := newRT(t, 2)
+	var m Mutex
+	s := NewSemaphore(1)
+	counter := 0
+	var hs []blitzio.JoinHandle[int]
+	for i := range 8 {
+		if i%2 == 0 {
+			hs = append(hs, blitzio.SpawnBlocking(rt, func() int {
+				for range 200 {
+					p, err := s.Acquire(1)
+					if err != nil {
+						panic(err)
+					}
+					g := m.Lock()
+					counter++
+					g.Unlock()
+					p.Release()
+				}
+				return i
+			}))
+			continue
+		}
+		hs = append(hs, blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) int {
+			for range 200 {
+				r := blitzio.Await(co, s.AcquireAsync(1))
+				g := blitzio.Await(co, m.LockAsync())
+				counter++
+				g.Unlock()
+				r.Value.Release()
+			}
+			return i
+		})))
+	}
+	waitAll(t, hs)
+	if counter != 8*200 {
+		t.Fatalf("counter = %d", counter)
+	}
+}
