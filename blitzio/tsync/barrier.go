@@ -78,6 +78,8 @@ func (b *Barrier) WaitContext(ctx context.Context) (BarrierResult, error) {
 
 // BarrierFuture is the future returned by Barrier.WaitAsync; its waiter node lives in it.
 // Reset reuses it for the next generation.
+//
+// A waiting future is linked into the primitive's queue: do not copy it once polled.
 type BarrierFuture struct {
 	b   *Barrier
 	w   waiter

@@ -206,6 +206,8 @@ func (t *CancelToken) Cancelled() *CancelledFuture {
 
 // CancelledFuture is the future returned by CancelToken.Cancelled; its waiter node lives
 // in it.
+//
+// A waiting future is linked into the primitive's queue: do not copy it once polled.
 type CancelledFuture struct {
 	t  *CancelToken
 	w  waiter

@@ -203,6 +203,8 @@ func (m *Mutex) handOffLocked(s uint64, wl *wakeList) bool {
 
 // LockFuture is the future returned by Mutex.LockAsync. Its waiter node lives inside it, so
 // waiting allocates nothing; Reset lets a loop lock repeatedly with one future.
+//
+// A waiting future is linked into the primitive's queue: do not copy it once polled.
 type LockFuture struct {
 	m     *Mutex
 	w     waiter

@@ -122,6 +122,8 @@ func (n *Notify) WaitContext(ctx context.Context) error {
 
 // NotifiedFuture is the future returned by Notify.Notified; its waiter node lives in it.
 // Reset reuses it for another wait.
+//
+// A waiting future is linked into the primitive's queue: do not copy it once polled.
 type NotifiedFuture struct {
 	n     *Notify
 	w     waiter

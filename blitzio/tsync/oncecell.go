@@ -245,6 +245,8 @@ func (o *onceWait[T]) finishInit(cx *blitzio.Context, v T, err error) {
 }
 
 // OnceFuture is the future returned by OnceCell.GetOrInit.
+//
+// A waiting future is linked into the primitive's queue: do not copy it once polled.
 type OnceFuture[T any] struct {
 	once  onceWait[T]
 	init  func() blitzio.Future[T]
@@ -302,6 +304,8 @@ func (f *OnceFuture[T]) Drop() {
 }
 
 // OnceTryFuture is the future returned by OnceCell.GetOrTryInit.
+//
+// A waiting future is linked into the primitive's queue: do not copy it once polled.
 type OnceTryFuture[T any] struct {
 	once  onceWait[T]
 	init  func() blitzio.Future[blitzio.Result[T]]

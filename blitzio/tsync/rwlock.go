@@ -208,6 +208,8 @@ func (l *RwLock) grantLocked(wl *wakeBuf) {
 
 // RwLockFuture is the future returned by RwLock.ReadAsync (G = RwLockReadGuard) and
 // RwLock.WriteAsync (G = RwLockWriteGuard); its waiter node lives in it.
+//
+// A waiting future is linked into the primitive's queue: do not copy it once polled.
 type RwLockFuture[G RwLockReadGuard | RwLockWriteGuard] struct {
 	l     *RwLock
 	w     waiter

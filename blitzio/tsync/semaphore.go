@@ -290,6 +290,8 @@ func (s *Semaphore) AcquireContext(ctx context.Context, n int64) (Permit, error)
 
 // AcquireFuture is the future returned by Semaphore.AcquireAsync; its waiter node lives in it,
 // so waiting allocates nothing. Reset reuses it for another acquire of the same count.
+//
+// A waiting future is linked into the primitive's queue: do not copy it once polled.
 type AcquireFuture struct {
 	s   *Semaphore
 	w   waiter
