@@ -17,6 +17,8 @@ import (
 // arrival, so the generation waits for someone else instead of releasing with a party
 // missing.
 //
+// Barrier has no try-form: arriving is the wait.
+//
 // The zero Barrier is a barrier for one party. A Barrier must not be copied after first
 // use.
 type Barrier struct {

@@ -87,6 +87,15 @@ func (n *Notify) NotifyWaiters() {
 	wl.wake(nil)
 }
 
+// TryWait consumes a stored permit if there is one, without waiting, and reports whether
+// it did: the try-form of Notified.
+func (n *Notify) TryWait() bool {
+	if n == nil {
+		nilNotify("TryWait")
+	}
+	return n.permit.CompareAndSwap(1, 0)
+}
+
 // Notified returns a future that is ready once the Notify is notified: by a stored
 // permit, a NotifyOne, or a NotifyWaiters called after Notified returned.
 func (n *Notify) Notified() *NotifiedFuture {

@@ -27,6 +27,13 @@ func TestNotifyStoredPermit(t *testing.T) {
 	if _, ok := f.Poll(tc.cx); !ok || tc.wakes.Load() != 1 {
 		t.Fatal("waiter not notified")
 	}
+	if n.TryWait() {
+		t.Fatal("TryWait consumed a permit that is not there")
+	}
+	n.NotifyOne()
+	if !n.TryWait() || n.TryWait() {
+		t.Fatal("TryWait did not consume exactly the one stored permit")
+	}
 	var nn *Notify
 	expectPanic(t, "nil *Notify", func() { nn.NotifyOne() })
 }
