@@ -196,6 +196,7 @@ func (m *Mutex) handOffLocked(s uint64, wl *wakeList) bool {
 		m.waiters.remove(w)
 		w.notified = true
 		w.got = int64(next >> mGenShift)
+		w.handed.Store(true) // after got: the owner's re-poll reads got once it sees this
 		wl.add(w.waker)
 	}
 	return true
@@ -254,6 +255,7 @@ func (f *LockFuture) pollQueue(cx *blitzio.Context) (MutexGuard, bool) {
 	}
 	f.w.waker = cx.Waker()
 	f.w.notified = false
+	f.w.handed.Store(false)
 	m.waiters.pushBack(&f.w)
 	f.st = futWaiting
 	m.mu.Unlock()
@@ -270,8 +272,15 @@ func (f *LockFuture) pollSlow(cx *blitzio.Context) (MutexGuard, bool) {
 	case futIdle:
 		return MutexGuard{}, false // the budget is spent; the task was re-scheduled
 	}
-	// Waiting: the hand-off sets notified under mu.
+	// Waiting. The hand-off unlinked the node and then set handed: once we see it,
+	// nobody but us touches the node, so taking the lock needs no mutex (the common
+	// re-poll, the one right after the wake).
 	m := f.m
+	if f.w.handed.Load() {
+		f.w.handed.Store(false)
+		f.w.notified = false
+		return f.finish(MutexGuard{m: m, gen: uint64(f.w.got)})
+	}
 	m.mu.Lock()
 	if f.w.notified {
 		f.w.notified = false
@@ -321,6 +330,7 @@ func (f *LockFuture) Drop() {
 		// model checks). The state cannot move under us: the lock is held (by us),
 		// and waiters change only under mu.
 		f.w.notified = false
+		f.w.handed.Store(false)
 		m.handOffLocked(m.state.Load(), &wl)
 	}
 	m.mu.Unlock()

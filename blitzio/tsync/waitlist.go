@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/blitzgo/blitz/blitzio"
 )
@@ -28,6 +29,11 @@ type waiter struct {
 	want, got int64
 	// kind distinguishes waiters in a shared list (RwLock readers and writers).
 	kind uint8
+	// handed is set, after notified and got, by a hand-off that lets the owner see it
+	// without taking the primitive's mutex (Mutex's re-poll): the atomic store and
+	// load order the plain writes before it. Optional: a primitive that does not set
+	// it checks notified under its mutex.
+	handed atomic.Bool
 }
 
 // waitList is a FIFO of waiters, intrusive and doubly linked so a dropped waiter leaves
