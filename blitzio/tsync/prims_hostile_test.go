@@ -157,3 +157,31 @@ func TestBlockingFormsFromBlockingPool(t *testing.T) {
 		t.Fatalf("counter = %d", counter)
 	}
 }
+
+// TestNilReceivers: the entry points of every primitive panic with a message naming the
+// type when called on a nil pointer, instead of a bare nil dereference deep inside (or,
+// worse, a future that fails later on another goroutine).
+func TestNilReceivers(t *testing.T) {
+	var (
+		m  *Mutex
+		l  *RwLock
+		s  *Semaphore
+		n  *Notify
+		b  *Barrier
+		c  *OnceCell[int]
+		tk *CancelToken
+	)
+	for want, calls := range map[string][]func(){
+		"nil *Mutex":       {func() { m.Lock() }, func() { m.TryLock() }, func() { m.LockAsync() }},
+		"nil *RwLock":      {func() { l.ReadAsync() }, func() { l.WriteAsync() }, func() { l.TryRead() }, func() { l.TryWrite() }},
+		"nil *Semaphore":   {func() { s.AcquireAsync(1) }, func() { s.TryAcquire(1) }, func() { s.AddPermits(1) }, func() { s.Close() }},
+		"nil *Notify":      {func() { n.NotifyOne() }, func() { n.NotifyWaiters() }, func() { n.Notified() }, func() { n.TryWait() }},
+		"nil *Barrier":     {func() { b.WaitAsync() }},
+		"nil *OnceCell":    {func() { c.GetOrInit(nil) }, func() { c.GetOrTryInit(nil) }},
+		"nil *CancelToken": {func() { tk.Child() }, func() { tk.Cancel() }, func() { tk.Cancelled() }, func() { tk.Done() }, func() { tk.Context() }},
+	} {
+		for _, call := range calls {
+			expectPanic(t, want, call)
+		}
+	}
+}
