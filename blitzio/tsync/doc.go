@@ -9,7 +9,31 @@
 // Every primitive has three forms: a try-form that never waits, a future form for tasks
 // (Poll it, Await it in an Async function, or combine it with Select and Timeout), and a
 // blocking form for plain goroutines, so one value can join a task world and a goroutine
-// world. Blocking forms must not be called from a task: they would block its worker.
+// world. Blocking forms must not be called from a task: they would block its worker, so
+// one that would have to wait there panics, naming the future form to use instead.
+//
+// Names follow one rule. The method named for the wait blocks (Mutex.Lock,
+// Semaphore.Acquire, Barrier.Wait, Notify.Wait); its future form has the Async suffix
+// (LockAsync, AcquireAsync, WaitAsync); its Context form gives up when a context.Context
+// is done (LockContext, AcquireContext, WaitContext); its try-form never waits (TryLock,
+// TryAcquire). Where Tokio's name already says "future" (Notify.Notified,
+// CancelToken.Cancelled, OnceCell.GetOrInit), that name is the future form.
+//
+// The primitives:
+//
+//   - Mutex (and MutexOf, which owns its value): a fair lock handed over in arrival
+//     order, unlocked through a guard that refuses to unlock twice.
+//   - RwLock: readers or one writer, fair both ways.
+//   - Semaphore: n permits, FIFO, with Permit.Release, Permit.Forget and Close.
+//   - Notify: NotifyOne (with a stored permit) and NotifyWaiters.
+//   - Barrier: n parties, one leader per generation.
+//   - OnceCell: a value initialised once by the first caller's future; a failed or
+//     cancelled initialiser lets the next caller try.
+//   - CancelToken: a tree of cancellation signals, bridged to context.Context.
+//
+// Futures of the primitives hold their waiter node inline and can be reused with Reset
+// (LockFuture, AcquireFuture, NotifiedFuture), so a task's state machine that keeps one
+// waits and re-waits without allocating.
 //
 // Waiting is cancellation-safe: dropping a waiting future (the loser of a Select, an
 // expired Timeout, an aborted task) never loses a permit, a lock hand-off, a message or a

@@ -2,7 +2,10 @@ package tsync
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/blitzgo/blitz/blitzio"
 )
@@ -26,6 +29,11 @@ type waiter struct {
 	want, got int64
 	// kind distinguishes waiters in a shared list (RwLock readers and writers).
 	kind uint8
+	// handed is set, after notified and got, by a hand-off that lets the owner see it
+	// without taking the primitive's mutex (Mutex's re-poll): the atomic store and
+	// load order the plain writes before it. Optional: a primitive that does not set
+	// it checks notified under its mutex.
+	handed atomic.Bool
 }
 
 // waitList is a FIFO of waiters, intrusive and doubly linked so a dropped waiter leaves
@@ -105,6 +113,67 @@ func (wl *wakeList) wake(cx *blitzio.Context) {
 	}
 }
 
+// wakeBuf is the wakeList of the primitives: it holds up to four wakers inline, so
+// releasing a small group (a Barrier generation, the readers a write unlock admits, the
+// waiters a large Release completes) allocates nothing; more go to a slice. Its wake
+// survives a waker that panics (a WakerFunc breaking its contract): the waiters were
+// unlinked already, so one left unwoken would sleep forever; the first panic is
+// re-raised after every waker ran.
+type wakeBuf struct {
+	few  [4]blitzio.Waker
+	n    int
+	more []blitzio.Waker
+}
+
+func (wb *wakeBuf) add(w blitzio.Waker) {
+	if wb.n < len(wb.few) {
+		wb.few[wb.n] = w
+		wb.n++
+		return
+	}
+	wb.more = append(wb.more, w)
+}
+
+// wake calls every collected waker, the first from cx (see wakeList.wake).
+func (wb *wakeBuf) wake(cx *blitzio.Context) {
+	switch {
+	case wb.n == 0:
+		return
+	case wb.n == 1:
+		// One waiter: nobody else to strand if its waker panics.
+		if cx != nil {
+			wb.few[0].WakeFrom(cx)
+		} else {
+			wb.few[0].Wake()
+		}
+		return
+	}
+	var first any
+	panicked := false
+	call := func(w blitzio.Waker, from *blitzio.Context) {
+		defer func() {
+			if r := recover(); r != nil && !panicked {
+				panicked, first = true, r
+			}
+		}()
+		if from != nil {
+			w.WakeFrom(from)
+		} else {
+			w.Wake()
+		}
+	}
+	call(wb.few[0], cx)
+	for _, w := range wb.few[1:wb.n] {
+		call(w, nil)
+	}
+	for _, w := range wb.more {
+		call(w, nil)
+	}
+	if panicked {
+		panic(first)
+	}
+}
+
 // parker blocks a plain goroutine in the blocking forms (Lock, Acquire, Recv, ...). Its
 // Waker is made once per parker and parkers are pooled, so a blocking call allocates
 // nothing in the steady state. The goroutine parks on a channel receive: Go's scheduler
@@ -178,4 +247,62 @@ func blockOnCtx[T any](ctx context.Context, f blitzio.Future[T]) (T, error) {
 			return zero, ctx.Err()
 		}
 	}
+}
+
+// probeContext polls a blocking form's future once before the caller is checked and
+// parked, so a wait that is over at once (a stored permit, the last party of a barrier)
+// costs no stack walk. Its Waker is the zero Waker: a wake aimed at a future queued by
+// this poll is lost, which is harmless, because blockOn polls again (registering its
+// parker's waker under the primitive's lock) before it parks. Polling only reads the
+// Context, so one is shared.
+var probeContext = blitzio.NewContext(nil, blitzio.Waker{})
+
+// Entry functions of the blitzio goroutines that must not block: a worker, and the
+// goroutine of an Async function (which its poller, usually a worker, waits on).
+// TestBlockingFormsRefuseTasks fails if blitzio renames them.
+const (
+	workerEntryFunc    = "github.com/blitzgo/blitz/blitzio.(*worker).run"
+	coroutineEntryFunc = "github.com/blitzgo/blitz/blitzio.runCoroutine"
+)
+
+// refuseInRuntime panics, naming op and the future form to use instead, if the caller
+// runs on a blitzio worker or inside an Async function: a blocking form would park that
+// goroutine, and a runtime whose workers all wait this way deadlocks (blitzio.BlockOn
+// refuses the same mistake). Go has no goroutine-local storage, so we look at the bottom
+// frames of the stack for the goroutine's entry function. The walk costs about a
+// microsecond; blocking forms call it only when they are about to park.
+func refuseInRuntime(op, futureForm string) {
+	var buf [64]uintptr
+	pcs := buf[:]
+	n := runtime.Callers(2, pcs)
+	for n == len(pcs) && len(pcs) < 1<<20 {
+		pcs = make([]uintptr, 4*len(pcs))
+		n = runtime.Callers(2, pcs)
+	}
+	for _, pc := range pcs[max(0, n-6):n] {
+		f := runtime.FuncForPC(pc - 1) // pc-1: a return address may start the next function
+		if f == nil {
+			continue
+		}
+		switch name := f.Name(); {
+		case name == workerEntryFunc:
+			panic("tsync: cannot block from within a runtime: " + op + " called by a task's code would " +
+				"block its worker; await the future form (" + futureForm + ") instead")
+		case name == coroutineEntryFunc || strings.HasPrefix(name, coroutineEntryFunc+"["):
+			panic("tsync: cannot block from within a runtime: " + op + " called inside an Async function " +
+				"would block the goroutine polling it; Await the future form (" + futureForm + ") instead")
+		}
+	}
+}
+
+// refuseInRuntimeDrop is refuseInRuntime for a caller that already queued f: f is dropped
+// before the panic, so what it was handed passes on.
+func refuseInRuntimeDrop(op, futureForm string, f any) {
+	defer func() {
+		if r := recover(); r != nil {
+			blitzio.Drop(f)
+			panic(r)
+		}
+	}()
+	refuseInRuntime(op, futureForm)
 }

@@ -1,0 +1,83 @@
+package tsync
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/blitzgo/blitz/blitzio"
+)
+
+// watchdog fails the whole test binary, with every goroutine's stack, if the test has
+// not called the returned stop function within d: a hang becomes a clear failure instead
+// of waiting for go test's global timeout.
+func watchdog(t testing.TB, d time.Duration) (stop func()) {
+	t.Helper()
+	name := t.Name()
+	tm := time.AfterFunc(d, func() {
+		buf := make([]byte, 8<<20)
+		n := runtime.Stack(buf, true)
+		panic(fmt.Sprintf("watchdog: %s did not finish within %v (lost wake-up or deadlock); goroutines:\n%s", name, d, buf[:n]))
+	})
+	return func() { tm.Stop() }
+}
+
+// testCx is a hand-made Context whose waker counts its wakes.
+type testCx struct {
+	cx    *blitzio.Context
+	wakes atomic.Int64
+}
+
+func newTestCx() *testCx {
+	c := &testCx{}
+	c.cx = blitzio.NewContext(nil, blitzio.WakerFunc(func() { c.wakes.Add(1) }))
+	return c
+}
+
+func newRT(t testing.TB, workers int) *blitzio.Runtime {
+	t.Helper()
+	rt, err := blitzio.New(blitzio.Config{Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// expectPanic runs f and fails unless it panics with a message containing want.
+func expectPanic(t *testing.T, want string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		if r == nil {
+			t.Fatalf("no panic, want one containing %q", want)
+		}
+		if s := fmt.Sprint(r); !strings.Contains(s, want) {
+			t.Fatalf("panic %q, want one containing %q", s, want)
+		}
+	}()
+	f()
+}
+
+// stressScale shrinks iteration counts under the race detector, which slows every
+// synchronised operation about tenfold.
+func stressScale(n int) int {
+	if primsRace {
+		return max(n/10, 1)
+	}
+	return n
+}
+
+// waitAll waits for every handle and fails on an error.
+func waitAll[T any](t testing.TB, hs []blitzio.JoinHandle[T]) {
+	t.Helper()
+	for i, h := range hs {
+		if _, err := h.Wait(); err != nil {
+			t.Fatalf("task %d: %v", i, err)
+		}
+	}
+}

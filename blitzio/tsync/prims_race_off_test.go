@@ -1,0 +1,5 @@
+//go:build !race
+
+package tsync
+
+const primsRace = false
