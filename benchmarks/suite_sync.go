@@ -22,16 +22,13 @@ import (
 func init() {
 	Register(Suite{
 		Name:  "sync",
-		Title: "blitzio/tsync primitives (2 workers) against sync.Mutex, x/sync/semaphore and goroutines",
+		Title: "blitzio/tsync channels and primitives (2 workers) against Go channels, sync.Mutex, x/sync/semaphore and goroutines",
 		Cases: syncCases,
 	})
 }
 
 func syncCases(cfg Config) []Case {
-	cases := syncPrimCases(cfg)
-	// The channel cases (suite_sync_chan.go) are appended here:
-	//	cases = append(cases, syncChanCases()...)
-	return cases
+	return append(syncChanCases(), syncPrimCases(cfg)...)
 }
 
 const (

@@ -73,28 +73,28 @@ func TestChannelTryRecvEmpty(t *testing.T) {
 
 func TestChannelBadCapacity(t *testing.T) {
 	for _, c := range []int{0, -1, math.MinInt} {
-		mustPanic(t, "capacity must be at least 1", func() { NewChannel[int](c) })
+		expectPanic(t, "capacity must be at least 1", func() { NewChannel[int](c) })
 	}
 	for _, c := range []int{math.MaxInt, math.MaxInt / 2, math.MaxInt / 8} {
-		mustPanic(t, "too large", func() { NewChannel[int](c) })
+		expectPanic(t, "too large", func() { NewChannel[int](c) })
 	}
-	mustPanic(t, "capacity must be at least 1", func() { NewBroadcast[int](0) })
-	mustPanic(t, "capacity must be at least 1", func() { NewBroadcast[int](-5) })
-	mustPanic(t, "too large", func() { NewBroadcast[int](math.MaxInt) })
-	mustPanic(t, "too large", func() { NewBroadcast[[64]byte](math.MaxInt / 64) })
+	expectPanic(t, "capacity must be at least 1", func() { NewBroadcast[int](0) })
+	expectPanic(t, "capacity must be at least 1", func() { NewBroadcast[int](-5) })
+	expectPanic(t, "too large", func() { NewBroadcast[int](math.MaxInt) })
+	expectPanic(t, "too large", func() { NewBroadcast[[64]byte](math.MaxInt / 64) })
 }
 
 func TestChannelNilHandles(t *testing.T) {
 	var s *Sender[int]
 	var r *Receiver[int]
-	mustPanic(t, "nil or zero Sender", func() { _ = s.Send(1) })
-	mustPanic(t, "nil or zero Sender", func() { _ = s.TrySend(1) })
-	mustPanic(t, "nil or zero Sender", func() { s.Close() })
-	mustPanic(t, "nil or zero Receiver", func() { _, _ = r.Recv() })
-	mustPanic(t, "nil or zero Receiver", func() { r.RecvAsync() })
-	mustPanic(t, "nil or zero Receiver", func() { (&Receiver[int]{}).Close() })
-	mustPanic(t, "zero SendFuture", func() { (&SendFuture[int]{}).Poll(blitzio.NewContext(nil, blitzio.Waker{})) })
-	mustPanic(t, "zero RecvFuture", func() { (&RecvFuture[int]{}).Poll(blitzio.NewContext(nil, blitzio.Waker{})) })
+	expectPanic(t, "nil or zero Sender", func() { _ = s.Send(1) })
+	expectPanic(t, "nil or zero Sender", func() { _ = s.TrySend(1) })
+	expectPanic(t, "nil or zero Sender", func() { s.Close() })
+	expectPanic(t, "nil or zero Receiver", func() { _, _ = r.Recv() })
+	expectPanic(t, "nil or zero Receiver", func() { r.RecvAsync() })
+	expectPanic(t, "nil or zero Receiver", func() { (&Receiver[int]{}).Close() })
+	expectPanic(t, "zero SendFuture", func() { (&SendFuture[int]{}).Poll(blitzio.NewContext(nil, blitzio.Waker{})) })
+	expectPanic(t, "zero RecvFuture", func() { (&RecvFuture[int]{}).Poll(blitzio.NewContext(nil, blitzio.Waker{})) })
 }
 
 func TestChannelCloseCountsHandles(t *testing.T) {
@@ -115,7 +115,7 @@ func TestChannelCloseCountsHandles(t *testing.T) {
 	if _, err := rx.Recv(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Recv after every sender closed = %v, want ErrClosed", err)
 	}
-	mustPanic(t, "Clone of a closed Sender", func() { tx.Clone() })
+	expectPanic(t, "Clone of a closed Sender", func() { tx.Clone() })
 
 	tx, rx = NewChannel[int](8)
 	rx2 := rx.Clone()
@@ -830,7 +830,7 @@ func TestSendFutureReset(t *testing.T) {
 	if _, ok := f.Poll(cx); ok {
 		t.Fatal("ready on a full channel")
 	}
-	mustPanic(t, "still sending", func() { f.Reset(4) })
+	expectPanic(t, "still sending", func() { f.Reset(4) })
 	if v, _ := rx.TryRecv(); v != 2 {
 		t.Fatalf("got %d, want 2", v)
 	}
@@ -849,7 +849,7 @@ func TestSendFutureReset(t *testing.T) {
 	if v, _ := rx.TryRecv(); v != 6 {
 		t.Fatalf("got %d, want 6 (the dropped 5 must not have been sent)", v)
 	}
-	mustPanic(t, "zero SendFuture", func() { (&SendFuture[int]{}).Reset(1) })
+	expectPanic(t, "zero SendFuture", func() { (&SendFuture[int]{}).Reset(1) })
 }
 
 // Aborting tasks that wait in SendAsync and RecvAsync drops their futures: the aborted

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,22 +42,6 @@ type wakeCount struct{ n atomic.Int64 }
 
 func (w *wakeCount) cx() *blitzio.Context {
 	return blitzio.NewContext(nil, blitzio.WakerFunc(func() { w.n.Add(1) }))
-}
-
-// mustPanic runs f and checks that it panics with a message containing want.
-func mustPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Fatalf("no panic; want one mentioning %q", want)
-		}
-		if msg := fmt.Sprint(r); !strings.Contains(msg, want) {
-			t.Fatalf("panic %q does not mention %q", msg, want)
-		}
-	}()
-	f()
 }
 
 // recvLoop is a task that receives from rx until it is closed, adding every value to

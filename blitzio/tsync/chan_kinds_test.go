@@ -58,8 +58,8 @@ func TestUnboundedOrderGrowthAndClose(t *testing.T) {
 		t.Fatalf("send after receiver close = %v", err)
 	}
 	var nilS *UnboundedSender[int]
-	mustPanic(t, "nil or zero UnboundedSender", func() { _ = nilS.Send(1) })
-	mustPanic(t, "nil or zero UnboundedReceiver", func() { (&UnboundedReceiver[int]{}).Close() })
+	expectPanic(t, "nil or zero UnboundedSender", func() { _ = nilS.Send(1) })
+	expectPanic(t, "nil or zero UnboundedReceiver", func() { (&UnboundedReceiver[int]{}).Close() })
 }
 
 func TestUnboundedMPSCTasksAndGoroutines(t *testing.T) {
@@ -211,7 +211,7 @@ func TestOneshotBasics(t *testing.T) {
 		t.Fatalf("Recv after a cancelled RecvContext = %d, %v", v, err)
 	}
 	var nilR *OneshotReceiver[int]
-	mustPanic(t, "nil or zero OneshotReceiver", func() { _, _ = nilR.Recv() })
+	expectPanic(t, "nil or zero OneshotReceiver", func() { _, _ = nilR.Recv() })
 }
 
 func TestOneshotRequestReplyTasks(t *testing.T) {
@@ -343,7 +343,7 @@ func TestBroadcastCloseAndReceivers(t *testing.T) {
 	if v, _ := r.TryRecv(); v != 2 {
 		t.Fatal(v)
 	}
-	mustPanic(t, "Clone of a closed BroadcastReceiver", func() { rx3.Clone() })
+	expectPanic(t, "Clone of a closed BroadcastReceiver", func() { rx3.Clone() })
 }
 
 // Every receiver sees every value, in order, with the sender paced so nobody lags; and
@@ -593,7 +593,7 @@ func TestRecvAnyDropPassesOn(t *testing.T) {
 	if r, ok := b.Poll(wb.cx()); !ok || r.Value != 5 {
 		t.Fatal(r, ok)
 	}
-	mustPanic(t, "polled after Drop", func() { a.Poll(wa.cx()) })
+	expectPanic(t, "polled after Drop", func() { a.Poll(wa.cx()) })
 }
 
 func TestRecvAnyTasksAndContext(t *testing.T) {
@@ -709,7 +709,7 @@ func TestOtherFuturesDropAtAwaitPoints(t *testing.T) {
 	if v, err := urx.TryRecv(); v != 1 || err != nil {
 		t.Fatalf("value lost by a dropped unbounded receive: %d, %v", v, err)
 	}
-	mustPanic(t, "polled after Drop", func() { f.Poll(w.cx()) })
+	expectPanic(t, "polled after Drop", func() { f.Poll(w.cx()) })
 
 	btx, brx := NewBroadcast[int](4)
 	bf := brx.RecvAsync()
@@ -917,7 +917,7 @@ func TestPanickingWakerDoesNotStrandOthers(t *testing.T) {
 	f1, f2 := rx.RecvAsync(), rx2.RecvAsync()
 	f1.Poll(bad)
 	f2.Poll(good.cx())
-	mustPanic(t, "broken waker", func() { _ = tx.Send(1) })
+	expectPanic(t, "broken waker", func() { _ = tx.Send(1) })
 	if good.n.Load() != 1 {
 		t.Fatal("the waiter after the panicking waker was not woken")
 	}

@@ -38,4 +38,26 @@
 // Waiting is cancellation-safe: dropping a waiting future (the loser of a Select, an
 // expired Timeout, an aborted task) never loses a permit, a lock hand-off, a message or a
 // notification; what was handed to the dropped waiter passes to the next one.
+//
+// # Channels
+//
+// Five channel kinds, each with Tokio's behaviour and Go's close rules:
+//
+//	NewChannel    bounded, many senders and many receivers (a lock-free ring, exact capacity)
+//	NewUnbounded  unbounded, many senders, one receiver
+//	NewOneshot    one value, one sender, one receiver
+//	NewBroadcast  every receiver sees every value; a slow receiver gets a *LagError
+//	NewWatch      the latest value only; receivers wait for a change
+//
+// Every end is a handle. Go has no destructors, so a handle is released with Close, and
+// Clone makes another handle to the same end. When the last sender handle is closed the
+// receivers drain what was sent and then get ErrClosed; when the last receiver handle is
+// closed, sends fail with a *SendError that gives the value back. A receiver that is
+// forgotten without Close keeps the channel open for senders, exactly as a Go channel
+// nobody reads: close receivers you stop using.
+//
+// Each operation comes in the three forms of the package: TryRecv and TrySend never
+// wait; RecvAsync and SendAsync return futures for tasks; Recv and Send block a plain
+// goroutine (RecvContext and SendContext give up when a context is done), and All ranges
+// over received values. RecvAny waits on several receivers at once.
 package tsync

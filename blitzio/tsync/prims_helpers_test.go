@@ -66,7 +66,7 @@ func expectPanic(t *testing.T, want string, f func()) {
 // stressScale shrinks iteration counts under the race detector, which slows every
 // synchronised operation about tenfold.
 func stressScale(n int) int {
-	if primsRace {
+	if raceEnabled {
 		return max(n/10, 1)
 	}
 	return n

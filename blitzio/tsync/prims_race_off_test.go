@@ -1,5 +1,0 @@
-//go:build !race
-
-package tsync
-
-const primsRace = false
