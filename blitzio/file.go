@@ -168,25 +168,30 @@ type positioned struct {
 	p      []byte
 	call   func(buf []byte) (int, error)
 	read   bool
-	done   bool
-	res    Result[int]
+	// started is set once the call was made (or readNoWait answered).
+	started bool
+	done    bool
+	res     Result[int]
 }
 
 func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 	if f.done {
 		return f.res, true
 	}
-	if f.call != nil && f.read {
+	if f.read && !f.started {
 		// In the page cache: read it here, straight into p (see readNoWait). A short
 		// read (end of file, or only part of the range cached) takes the blocking path,
 		// which gives ReadAt's exact semantics.
 		if n, ok, _ := readNoWait(f.file, f.noWait, f.p, f.off); ok && n == len(f.p) && f.off >= 0 {
-			f.call, f.done, f.res = nil, true, Result[int]{Value: n}
+			f.started, f.done, f.res = true, true, Result[int]{Value: n}
 			return f.res, true
 		}
 		f.buf = make([]byte, len(f.p))
+		file, off := f.file, f.off
+		f.call = func(buf []byte) (int, error) { return file.ReadAt(buf, off) }
 	}
-	if f.call != nil {
+	if !f.started {
+		f.started = true
 		buf, call := f.buf, f.call
 		f.call = nil
 		f.h = SpawnBlocking(cx, func() Result[int] {
@@ -217,8 +222,7 @@ func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 // completes; a dropped ReadAt never writes into p.
 func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
 	file := f.b.f
-	return &positioned{p: p, read: true, file: file, off: off, noWait: &f.b.nw,
-		call: func(buf []byte) (int, error) { return file.ReadAt(buf, off) }}
+	return &positioned{p: p, read: true, file: file, off: off, noWait: &f.b.nw}
 }
 
 // WriteAt returns a future that writes p at offset off, like os.File.WriteAt. The bytes

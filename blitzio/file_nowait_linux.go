@@ -4,6 +4,7 @@ package blitzio
 
 import (
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,9 +32,18 @@ func readNoWait(f *os.File, nw *noWait, p []byte, off int64) (int, bool, error) 
 	}
 	var n int
 	var rerr error
-	iov := [][]byte{p}
 	if cerr := nw.rc.Control(func(fd uintptr) {
-		n, rerr = unix.Preadv2(int(fd), iov, off, unix.RWF_NOWAIT)
+		// preadv2 with one iovec on the stack (x/sys's Preadv2 allocates its iovecs).
+		var iov unix.Iovec
+		iov.Base = &p[0]
+		iov.SetLen(len(p))
+		lo := uintptr(off)
+		hi := uintptr(uint64(off) >> (unix.SizeofLong*8 - 1) >> 1)
+		r, _, e := unix.Syscall6(unix.SYS_PREADV2, fd, uintptr(unsafe.Pointer(&iov)), 1, lo, hi, unix.RWF_NOWAIT)
+		n = int(r)
+		if e != 0 {
+			rerr = e
+		}
 	}); cerr != nil {
 		return 0, false, nil
 	}
