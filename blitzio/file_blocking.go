@@ -49,7 +49,14 @@ type blockingOp struct {
 	h        JoinHandle[struct{}]
 }
 
-func newBlockingIO(f *os.File) *blockingIO { return &blockingIO{f: f} }
+func newBlockingIO(f *os.File) *blockingIO {
+	b := &blockingIO{f: f}
+	// The RawConn for readNoWait, made here once: concurrent ReadAt futures only read it.
+	if rc, err := f.SyscallConn(); err == nil {
+		b.nw.rc = rc
+	}
+	return b
+}
 
 // start runs op on the blocking pool of cx's runtime. Called with b.mu held.
 func (b *blockingIO) start(cx *Context, op *blockingOp) {
@@ -200,7 +207,7 @@ func (b *blockingIO) idle(cx *Context) (readAhead int, ok bool) {
 
 // noWait is what readNoWait keeps per file: whether non-blocking reads were found
 // unsupported (atomic: ReadAt futures of one file run concurrently), and the file's
-// syscall.RawConn, made once.
+// syscall.RawConn, made when the File is (nil: no non-blocking reads).
 type noWait struct {
 	off atomic.Bool
 	rc  syscall.RawConn

@@ -4,6 +4,7 @@ package blitzio
 
 import (
 	"os"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -18,37 +19,21 @@ import (
 //
 // The worker doing this system call is the exception to "only the I/O driver blocks in
 // a system call" that RWF_NOWAIT makes safe: the call returns at once either way.
-func readNoWait(f *os.File, nw *noWait, p []byte, off int64) (int, bool, error) {
-	if nw.off.Load() || len(p) == 0 {
+func readNoWait(_ *os.File, nw *noWait, p []byte, off int64) (int, bool, error) {
+	if nw.rc == nil || nw.off.Load() || len(p) == 0 {
 		return 0, false, nil
 	}
-	if nw.rc == nil {
-		rc, err := f.SyscallConn() // it allocates: once per file, not per read
-		if err != nil {
-			nw.off.Store(true)
-			return 0, false, nil
-		}
-		nw.rc = rc
-	}
-	var n int
-	var rerr error
-	if cerr := nw.rc.Control(func(fd uintptr) {
-		// preadv2 with one iovec on the stack (x/sys's Preadv2 allocates its iovecs).
-		var iov unix.Iovec
-		iov.Base = &p[0]
-		iov.SetLen(len(p))
-		lo := uintptr(off)
-		hi := uintptr(uint64(off) >> (unix.SizeofLong*8 - 1) >> 1)
-		r, _, e := unix.Syscall6(unix.SYS_PREADV2, fd, uintptr(unsafe.Pointer(&iov)), 1, lo, hi, unix.RWF_NOWAIT)
-		n = int(r)
-		if e != 0 {
-			rerr = e
-		}
-	}); cerr != nil {
+	c := nwCalls.Get().(*nwCall)
+	c.p, c.off = p, off
+	cerr := nw.rc.Control(c.fn)
+	n, rerr := c.n, c.err
+	c.p = nil
+	nwCalls.Put(c)
+	if cerr != nil {
 		return 0, false, nil
 	}
 	switch rerr {
-	case nil:
+	case 0:
 		return n, true, nil
 	case unix.EAGAIN:
 		return 0, false, nil
@@ -58,4 +43,32 @@ func readNoWait(f *os.File, nw *noWait, p []byte, off int64) (int, bool, error) 
 		return 0, false, nil
 	}
 	return 0, false, nil // let the blocking path report the error in os's form
+}
+
+// nwCall is one preadv2 call made through RawConn.Control. The calls are pooled and each
+// keeps its method value, so a read allocates nothing (a closure capturing the results
+// would cost three allocations per read).
+type nwCall struct {
+	p   []byte
+	off int64
+	n   int
+	err unix.Errno
+	fn  func(fd uintptr)
+}
+
+var nwCalls = sync.Pool{New: func() any {
+	c := &nwCall{}
+	c.fn = c.do
+	return c
+}}
+
+// do is preadv2 with one iovec on the stack (x/sys's Preadv2 allocates its iovecs).
+func (c *nwCall) do(fd uintptr) {
+	var iov unix.Iovec
+	iov.Base = &c.p[0]
+	iov.SetLen(len(c.p))
+	lo := uintptr(c.off)
+	hi := uintptr(uint64(c.off) >> (unix.SizeofLong*8 - 1) >> 1)
+	r, _, e := unix.Syscall6(unix.SYS_PREADV2, fd, uintptr(unsafe.Pointer(&iov)), 1, lo, hi, unix.RWF_NOWAIT)
+	c.n, c.err = int(r), e
 }
