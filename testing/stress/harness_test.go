@@ -57,18 +57,17 @@ var runSeed = sync.OnceValue(func() uint64 {
 })
 
 // seeded returns a random source for t, derived from the run's seed and t's name, and
-// arranges for a failing t to print how to replay it.
+// logs the seed, which go test prints if t fails.
 func seeded(t testing.TB) *rand.Rand {
 	t.Helper()
 	seed := runSeed()
 	h := fnv.New64a()
 	h.Write([]byte(t.Name()))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("replay this run: STRESS_SEED=%d go test -run '^%s$' ./testing/stress (seed %d)",
-				seed, strings.SplitN(t.Name(), "/", 2)[0], seed)
-		}
-	})
+	// Logged now rather than in a cleanup: go test prints a test's log only when it
+	// fails (or with -v), and a cleanup would run before later cleanups (the leak
+	// checks) have failed the test.
+	t.Logf("seed %d; replay: STRESS_SEED=%d go test -run '^%s$' ./testing/stress",
+		seed, seed, strings.SplitN(t.Name(), "/", 2)[0])
 	return rand.New(rand.NewPCG(seed, h.Sum64()))
 }
 
