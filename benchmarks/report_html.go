@@ -487,7 +487,7 @@ func Scaling(s SuiteResult) []ScalingSeries {
 }
 
 // scalingPalette colours the lines after ours.
-var scalingPalette = []string{"#1971c2", "#2f9e44", "#7048e8", "#e8590c", "#0c8599", "#c2255c", "#5c940d", "#868e96"}
+var scalingPalette = []string{"#1971c2", "#2f9e44", "#7048e8", "#0c8599", "#c2255c", "#5c940d", "#868e96", "#e67700"}
 
 // scalingChartSVG draws a ScalingSeries: the parameter on the x axis (logarithmic when it
 // spans 20x or more), the figure on the y axis (logarithmic when it spans 50x or more),
@@ -498,8 +498,23 @@ func scalingChartSVG(ss ScalingSeries) string {
 		left, right, top, bott = 64, 150, 36, 40
 	)
 	plotW, plotH := float64(width-left-right), float64(height-top-bott)
+	// A line is drawn if it has two points or more (ours always): an implementation
+	// measured at one parameter value only (a baseline of one case) says nothing about
+	// scaling and would crowd the legend.
+	drawn := func(l ScalingLine) bool {
+		n := 0
+		for _, v := range l.Y {
+			if !math.IsNaN(v) && v > 0 {
+				n++
+			}
+		}
+		return n >= 2 || (l.Ours && n > 0)
+	}
 	yMin, yMax := math.Inf(1), math.Inf(-1)
 	for _, l := range ss.Lines {
+		if !drawn(l) {
+			continue
+		}
 		for _, v := range l.Y {
 			if !math.IsNaN(v) && v > 0 {
 				yMin, yMax = min(yMin, v), max(yMax, v)
@@ -559,15 +574,15 @@ func scalingChartSVG(ss ScalingSeries) string {
 	}
 	for _, x := range ss.X {
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%.1f" stroke="#e9ecef"/>`+"\n", px(x), px(x), top, float64(top)+plotH)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#495057">%s</text>`+"\n", px(x), float64(top)+plotH+15, esc(strconv.FormatFloat(x, 'g', -1, 64)))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#495057">%s</text>`+"\n", px(x), float64(top)+plotH+15, esc(formatParam(x)))
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#868e96" font-size="11">%s</text>`+"\n", float64(left)+plotW/2, height-6, esc(ss.Param))
 	ly := top + 8
-	drawn := func(l ScalingLine) bool {
-		return slices.ContainsFunc(l.Y, func(v float64) bool { return !math.IsNaN(v) && (!yLog || v > 0) })
-	}
 	for i := len(ss.Lines) - 1; i >= 0; i-- { // ours drawn last, on top
 		l := ss.Lines[i]
+		if !drawn(l) {
+			continue
+		}
 		color, w := scalingPalette[(i-1+len(scalingPalette))%len(scalingPalette)], 2
 		if l.Ours {
 			color, w = "#d9480f", 3
@@ -580,7 +595,7 @@ func scalingChartSVG(ss ScalingSeries) string {
 			}
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(ss.X[j]), py(v)))
 			fmt.Fprintf(&marks, `<circle cx="%.1f" cy="%.1f" r="%d" fill="%s"><title>%s at %s=%s: %s</title></circle>`+"\n",
-				px(ss.X[j]), py(v), w+1, color, esc(l.Name), esc(ss.Param), strconv.FormatFloat(ss.X[j], 'g', -1, 64), esc(formatFigure(v, ss.Unit)))
+				px(ss.X[j]), py(v), w+1, color, esc(l.Name), esc(ss.Param), formatParam(ss.X[j]), esc(formatFigure(v, ss.Unit)))
 		}
 		if len(pts) > 1 {
 			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="%d" points="%s"/>`+"\n", color, w, strings.Join(pts, " "))
@@ -605,4 +620,18 @@ func scalingChartSVG(ss ScalingSeries) string {
 	}
 	b.WriteString("</svg>")
 	return b.String()
+}
+
+// formatParam prints a parameter value for an axis: as is below 10,000, then with an SI
+// suffix and three significant digits ("16.8M" for 16,777,216 nodes).
+func formatParam(x float64) string {
+	switch a := math.Abs(x); {
+	case a >= 1e9:
+		return strconv.FormatFloat(x/1e9, 'g', 3, 64) + "G"
+	case a >= 1e6:
+		return strconv.FormatFloat(x/1e6, 'g', 3, 64) + "M"
+	case a >= 1e4:
+		return strconv.FormatFloat(x/1e3, 'g', 3, 64) + "k"
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
 }

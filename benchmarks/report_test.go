@@ -739,3 +739,11 @@ func TestUpdateResults(t *testing.T) {
 		t.Errorf("appended section:\n%.200s", fresh)
 	}
 }
+
+func TestFormatParam(t *testing.T) {
+	for x, want := range map[float64]string{1: "1", 1023: "1023", 1000: "1000", 16777216: "16.8M", 1048576: "1.05M", 25000: "25k", 2.5: "2.5"} {
+		if got := formatParam(x); got != want {
+			t.Errorf("formatParam(%v) = %q, want %q", x, got, want)
+		}
+	}
+}
