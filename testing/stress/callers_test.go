@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -39,6 +40,7 @@ var crossScenarios = []scenario{
 	{"RuntimesChurnWhilePoolsRun", scenarioRuntimeChurn},
 	{"NestedPools", scenarioNestedPools},
 	{"InjectedPanics", scenarioInjectedPanics},
+	{"InjectedGoexits", scenarioInjectedGoexits},
 }
 
 // TestCross runs crossScenarios.
@@ -436,6 +438,116 @@ func scenarioInjectedPanics(t *testing.T, r *rand.Rand) error {
 	}
 	if o, err := blitzio.Spawn(rt, offload(pool, sumWork(pool, data, -1, 0))).Wait(); err != nil || o.err != nil || o.v != want {
 		errs.add(fmt.Errorf("runtime after the panics: sum %d, err %v / %v", o.v, err, o.err))
+	}
+	return errs.get()
+}
+
+// scenarioInjectedGoexits: runtime.Goexit (what t.Fatal calls) in user code at random
+// points: in a loop body on the pool (the caller gets a *blitz.PanicError carrying
+// blitz.ErrGoexit), in a task's poll and in a blocking job (the handle reports
+// blitzio.ErrGoexit). The goroutines those calls ended are replaced: both runtimes keep
+// their full strength, and every other unit completes.
+func scenarioInjectedGoexits(t *testing.T, r *rand.Rand) error {
+	units := scaled(300, 6)
+	data, want := testData(6_000)
+	pool, err := blitz.NewPool(blitz.Config{Workers: 2})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rt, err := blitzio.New(blitzio.Config{Workers: 2, MaxBlockingThreads: 3})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+
+	type unit struct {
+		where int // 0 none, 1 loop body on the pool, 2 the task's poll, 3 the blocking job
+		h     blitzio.JoinHandle[outcome[int64]]
+	}
+	us := make([]unit, units)
+	for id := range us {
+		u := &us[id]
+		if r.IntN(3) == 0 {
+			u.where = 1 + r.IntN(3)
+		}
+		exitAt := -1
+		if u.where == 1 {
+			exitAt = r.IntN(len(data))
+		}
+		work := func(t *blitz.Task) int64 {
+			return blitz.Reduce(len(data), int64(0), func(lo, hi int) int64 {
+				var s int64
+				for i := lo; i < hi; i++ {
+					if i == exitAt {
+						runtime.Goexit()
+					}
+					s += data[i]
+				}
+				return s
+			}, func(a, b int64) int64 { return a + b }, blitz.WithPool(pool), blitz.WithGrain(256))
+		}
+		switch {
+		case u.where == 2:
+			u.h = blitzio.Spawn(rt, blitzio.Lazy(func() outcome[int64] { runtime.Goexit(); return outcome[int64]{} }))
+		case u.where == 3:
+			u.h = blitzio.SpawnBlocking(rt, func() outcome[int64] { runtime.Goexit(); return outcome[int64]{} })
+		case r.IntN(2) == 0:
+			u.h = blitzio.Spawn(rt, offload(pool, work))
+		default:
+			u.h = blitzio.SpawnBlocking(rt, func() outcome[int64] {
+				v, err := callPool(pool, work)
+				return outcome[int64]{v, err}
+			})
+		}
+	}
+	var errs firstErr
+	for id, u := range us {
+		o, err := u.h.Wait()
+		switch u.where {
+		case 0:
+			if err != nil || o.err != nil || o.v != want {
+				errs.add(fmt.Errorf("unit %d (no Goexit): sum %d, err %v / %v", id, o.v, err, o.err))
+			}
+		case 1:
+			// The chunk that exits ran on a pool worker or on a thief (its joiner gets a
+			// *blitz.PanicError of blitz.ErrGoexit), or on the calling goroutine itself
+			// (a Call runs f on its caller; the Goexit then ends that goroutine, and the
+			// blocking job reports blitzio.ErrGoexit).
+			var pe *blitz.PanicError
+			inPool := err == nil && errors.As(o.err, &pe) && errors.Is(o.err, blitz.ErrGoexit)
+			if !inPool && !errors.Is(err, blitzio.ErrGoexit) {
+				errs.add(fmt.Errorf("unit %d: Goexit in a loop body: err %v / %v, want a *blitz.PanicError of blitz.ErrGoexit or blitzio.ErrGoexit", id, err, o.err))
+			}
+		default:
+			if !errors.Is(err, blitzio.ErrGoexit) {
+				errs.add(fmt.Errorf("unit %d: Goexit in a task or blocking job: err %v, want blitzio.ErrGoexit", id, err))
+			}
+		}
+	}
+	// Full strength afterwards: as many blocking jobs as threads can block at once, and
+	// a Broadcast reaches every pool worker.
+	gate := make(chan struct{})
+	var hs []blitzio.JoinHandle[struct{}]
+	var arrived atomic.Int32
+	for range 3 {
+		hs = append(hs, blitzio.SpawnBlocking(rt, func() struct{} {
+			if arrived.Add(1) == 3 {
+				close(gate)
+			}
+			<-gate
+			return struct{}{}
+		}))
+	}
+	for _, h := range hs {
+		if _, err := h.Wait(); err != nil {
+			errs.add(fmt.Errorf("blocking pool after the Goexits: %w", err))
+		}
+	}
+	var seen atomic.Int32
+	pool.Broadcast(func(int) { seen.Add(1) })
+	if seen.Load() != 2 {
+		errs.add(fmt.Errorf("Broadcast after the Goexits reached %d of 2 workers", seen.Load()))
 	}
 	return errs.get()
 }

@@ -57,14 +57,23 @@ func offload[T any](pool *blitz.Pool, f func(t *blitz.Task) T) blitzio.Future[ou
 	return blitzio.Async(func(co *blitzio.Co) outcome[T] {
 		done, fut := blitzio.NewCompletion[outcome[T]]()
 		err := tryGo(pool, func(t *blitz.Task) {
-			// The Completion must be completed on every path, a panic included, or
-			// the task would wait until its runtime shuts down.
+			// The Completion must be completed on every path, or the task would wait
+			// until its runtime shuts down: a panic, and runtime.Goexit in f (or in a
+			// loop body that runs on this goroutine), which no recover sees.
+			returned := false
 			defer func() {
+				if returned {
+					return
+				}
 				if p := recover(); p != nil {
 					done.Complete(outcome[T]{err: asError(p)})
+					return
 				}
+				done.Complete(outcome[T]{err: &blitz.PanicError{Value: blitz.ErrGoexit}})
 			}()
-			done.Complete(outcome[T]{v: f(t)})
+			v := f(t)
+			returned = true
+			done.Complete(outcome[T]{v: v})
 		})
 		if err != nil {
 			return outcome[T]{err: err}
