@@ -9,7 +9,9 @@
 // and the soak for a given time, writing its sampled series (heap in use, goroutines,
 // open file descriptors, p50/p99 latency, throughput) as soak.csv and soak.svg, with
 //
-//	go test ./testing/stress -run Soak -soak 30m -soak.dir DIR
+//	go test ./testing/stress -run Soak -soak 30m -soak.dir DIR -timeout 35m
+//
+// (go test's default -timeout of 10 minutes is too short for it; the test says so).
 //
 // Every test draws its random choices from the run's seed, which a failing test prints
 // with the command that replays it: STRESS_SEED=N (or -stress.seed N). A replay repeats

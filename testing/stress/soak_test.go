@@ -120,6 +120,12 @@ func TestSoak(t *testing.T) {
 	if duration < time.Minute {
 		interval = max(100*time.Millisecond, duration/20)
 	}
+	// go test's -timeout (10 minutes unless given) would kill a long soak midway, with
+	// a panic that names no cause; say what to do instead.
+	if deadline, ok := t.Deadline(); ok && time.Until(deadline) < duration+2*time.Minute {
+		t.Fatalf("-soak %v does not fit in go test's -timeout (%v left): add -timeout %v",
+			duration, time.Until(deadline).Round(time.Second), (duration + 5*time.Minute).Round(time.Minute))
+	}
 	dir := *soakDir
 	if dir == "" {
 		dir = t.TempDir()
