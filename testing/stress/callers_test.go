@@ -356,8 +356,8 @@ func scenarioInjectedPanics(t *testing.T, r *rand.Rand) error {
 		inTask  // in the task's poll (or the blocking job / goroutine itself)
 	)
 	type unit struct {
-		kind, where, boom int
-		h                 blitzio.JoinHandle[outcome[int64]]
+		kind, where int
+		h           blitzio.JoinHandle[outcome[int64]]
 	}
 	us := make([]unit, units)
 	var wg sync.WaitGroup
