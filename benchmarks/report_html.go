@@ -29,7 +29,8 @@ import (
 //   - the detailed bar chart of WriteSVG.
 //
 // A small inline script marks the page's root element with data-charts (the number of
-// charts laid out with a non-empty box) and data-js-errors (the messages of any script
+// charts visible with a non-empty box and something drawn, every <details> opened for
+// the count) and data-js-errors (the messages of any script
 // error), which tests read from a headless browser's DOM dump.
 func WriteHTML(w io.Writer, r *Report) error {
 	var b strings.Builder
@@ -199,11 +200,15 @@ footer { text-align: center; color: var(--muted); font-size: 13px; padding: 10px
 		esc(r.Time.UTC().Format(time.RFC3339)))
 	b.WriteString(`<script>
 (function () {
+  // Charts inside closed <details> are not laid out: open them while measuring.
+  var closed = Array.prototype.filter.call(document.querySelectorAll("details"), function (d) { return !d.open; });
+  closed.forEach(function (d) { d.open = true; });
   var n = 0;
   document.querySelectorAll("svg.chart-svg").forEach(function (s) {
     var box = s.getBoundingClientRect();
-    if (box.width > 0 && box.height > 0 && s.querySelector("rect, polyline, circle")) n++;
+    if (s.checkVisibility() && box.width > 0 && box.height > 0 && s.querySelector("rect, polyline, circle")) n++;
   });
+  closed.forEach(function (d) { d.open = false; });
   document.documentElement.setAttribute("data-charts", String(n));
 })();
 </script>
