@@ -107,16 +107,21 @@ func startTimer(e *loadEnv, id int, r *rand.Rand) blitzio.JoinHandle[unitResult]
 	return blitzio.Spawn(e.rt, blitzio.Map(blitzio.Sleep(d), func(struct{}) unitResult { return e.finish(id, "") }))
 }
 
-// startProcess runs a child: echo through a pipe (its output checked) or a sleep long
-// enough that a shutdown often kills it.
+// startProcess runs a child: true (its status checked), echo through a pipe (its output
+// checked) or a sleep long enough that a shutdown often kills it.
 func startProcess(e *loadEnv, id int, r *rand.Rand) blitzio.JoinHandle[unitResult] {
-	sleep := r.IntN(3) == 0
+	kind := r.IntN(3)
 	d := strconv.FormatFloat(float64(r.IntN(100))/1000, 'f', 3, 64)
 	return blitzio.Spawn(e.rt, blitzio.Async(func(co *blitzio.Co) unitResult {
-		if sleep {
-			st := blitzio.Await(co, blitzio.Command("sleep", d).Status())
+		switch kind {
+		case 0, 1:
+			name, args := "true", []string{}
+			if kind == 1 {
+				name, args = "sleep", []string{d}
+			}
+			st := blitzio.Await(co, blitzio.Command(name, args...).Status())
 			if st.Err != nil || !st.Value.Success() {
-				return e.finish(id, fmt.Sprintf("sleep %s: %v %v", d, st.Value, st.Err))
+				return e.finish(id, fmt.Sprintf("%s %v: %v %v", name, args, st.Value, st.Err))
 			}
 			return e.finish(id, "")
 		}
