@@ -27,6 +27,9 @@
 //     moments while CPU work, timers, child processes, files and in-memory stream pairs
 //     are in flight; afterwards every handle is resolved, every unit answered exactly
 //     once or cancelled, and no child process, goroutine or file descriptor is left.
+//   - TestFDExhaustion: RLIMIT_NOFILE lowered to a few spare descriptors under file,
+//     process and stream load; units that find none fail with EMFILE on their own
+//     handle, and the runtime serves new work once the limit is back.
 //   - TestSoak: mixed load for the given time; fails on a lost or wrong response, or on
 //     heap or goroutines that keep growing over the second half of the run.
 //
