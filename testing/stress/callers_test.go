@@ -41,6 +41,7 @@ var crossScenarios = []scenario{
 	{"NestedPools", scenarioNestedPools},
 	{"InjectedPanics", scenarioInjectedPanics},
 	{"InjectedGoexits", scenarioInjectedGoexits},
+	{"TwoRuntimes", scenarioTwoRuntimes},
 }
 
 // TestCross runs crossScenarios.

@@ -22,7 +22,8 @@
 //   - TestCross: blitz parallel loops called at once from blitzio tasks (through a
 //     Completion, and inside a poll), from the blocking pool and from plain goroutines;
 //     runtimes created and closed while pools run; nested pools; panics and
-//     runtime.Goexit injected at random points, seen by their caller only.
+//     runtime.Goexit injected at random points, seen by their caller only; handles and
+//     stream pairs shared by two runtimes, one of which closes under the other's awaits.
 //   - TestShutdownUnderLoad: runtime Close or Shutdown(ctx) and pool Close at random
 //     moments while CPU work, timers, child processes, files and in-memory stream pairs
 //     are in flight; afterwards every handle is resolved, every unit answered exactly
