@@ -747,3 +747,26 @@ func TestFormatParam(t *testing.T) {
 		}
 	}
 }
+
+// Cases named with a numeric parameter as key=VALUE become a scaling series: ours is one
+// line whatever it is called in each case, every other implementation a line by name.
+func ExampleScaling() {
+	ours := func(name string, v float64) ImplResult { return ImplResult{Name: name, Ours: true, Value: v, Unit: "ns/op"} }
+	base := func(name string, v float64) ImplResult { return ImplResult{Name: name, Value: v, Unit: "ns/op"} }
+	s := SuiteResult{Name: "net", Cases: []CaseResult{
+		{Name: "Echo/conns=10", Unit: "ns/op", Impls: []ImplResult{ours("blitzio", 30), base("goroutines", 45)}},
+		{Name: "Echo/conns=100", Unit: "ns/op", Impls: []ImplResult{ours("blitzio", 80), base("goroutines", 70)}},
+		{Name: "Echo/conns=1000", Unit: "ns/op", Impls: []ImplResult{ours("blitzio", 400), base("goroutines", 900)}},
+		{Name: "Handshake", Unit: "ns/op", Impls: []ImplResult{ours("blitzio", 5)}},
+	}}
+	for _, ss := range Scaling(s) {
+		fmt.Println(ss.Name, ss.Param, ss.X)
+		for _, l := range ss.Lines {
+			fmt.Println(" ", l.Name, l.Y)
+		}
+	}
+	// Output:
+	// Echo/conns=N conns [10 100 1000]
+	//   ours [30 80 400]
+	//   goroutines [45 70 900]
+}
