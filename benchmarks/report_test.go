@@ -751,7 +751,9 @@ func TestFormatParam(t *testing.T) {
 // Cases named with a numeric parameter as key=VALUE become a scaling series: ours is one
 // line whatever it is called in each case, every other implementation a line by name.
 func ExampleScaling() {
-	ours := func(name string, v float64) ImplResult { return ImplResult{Name: name, Ours: true, Value: v, Unit: "ns/op"} }
+	ours := func(name string, v float64) ImplResult {
+		return ImplResult{Name: name, Ours: true, Value: v, Unit: "ns/op"}
+	}
 	base := func(name string, v float64) ImplResult { return ImplResult{Name: name, Value: v, Unit: "ns/op"} }
 	s := SuiteResult{Name: "net", Cases: []CaseResult{
 		{Name: "Echo/conns=10", Unit: "ns/op", Impls: []ImplResult{ours("blitzio", 30), base("goroutines", 45)}},
