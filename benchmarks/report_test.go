@@ -2,10 +2,18 @@ package benchmarks
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"fmt"
+	"image/color"
+	"image/png"
 	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -458,4 +466,309 @@ func TestSVG(t *testing.T) {
 			t.Errorf("chart lacks %q:\n%s", want, svg.String())
 		}
 	}
+}
+
+// sampleReport is a report with what the HTML page must handle: a blitz-like suite whose
+// cases scale with workers, a network-like suite whose cases scale with connections over
+// two decades (log axis), HigherIsBetter metrics, our variants, a failed body, and
+// targets met, missed and not measured.
+func sampleReport(t *testing.T) *Report {
+	t.Helper()
+	ns := func(v float64) testing.BenchmarkResult { return testing.BenchmarkResult{N: 1, T: time.Duration(v)} }
+	blitzSuite := Suite{Name: "blitz", Title: "fork-join pool", Cases: func(Config) []Case {
+		return []Case{
+			{Name: "FibJoin/workers=1 fib(30)", Ours: Impl{"blitz 1 worker", noop}, Baselines: []Impl{{"sequential", noop}, {"errgroup", noop}},
+				Targets: []Target{TimesBetter("errgroup", 30)}},
+			{Name: "FibJoin/workers=2 fib(30)", Ours: Impl{"blitz 2 workers", noop}, Baselines: []Impl{{"sequential", noop}, {"errgroup", noop}},
+				Targets: []Target{TimesBetter("sequential", 1.8)}},
+			{Name: "FibJoin/workers=4 fib(30)", Ours: Impl{"blitz 4 workers", noop}, Baselines: []Impl{{"sequential", noop}, {"errgroup", noop}}},
+			{Name: "Sum/100M", Metric: "GB/s", HigherIsBetter: true, Ours: Impl{"blitz.Sum", noop}, Baselines: []Impl{{"loop", noop}, {"copy", noop}},
+				Roles: map[string]Role{"copy": RoleReference}, Targets: []Target{AtLeast(25)}},
+		}
+	}}
+	netSuite := Suite{Name: "net", Title: "loopback echo <&> HTTP", Cases: func(Config) []Case {
+		var cs []Case
+		for _, n := range []int{10, 100, 1000} {
+			cs = append(cs, Case{Name: fmt.Sprintf("Echo/conns=%d", n), Ours: Impl{"blitzio", noop},
+				Baselines: []Impl{{"net+goroutines", noop}, {"broken", noop}}, Targets: []Target{TimesBetter("net+goroutines", 1)}})
+		}
+		return cs
+	}}
+	gbs := func(v float64) testing.BenchmarkResult {
+		return testing.BenchmarkResult{N: 1, T: time.Second, Extra: map[string]float64{"GB/s": v}}
+	}
+	r := NewReport(time.Second, false)
+	r.Count = 3
+	r.Suites = []SuiteResult{
+		RunSuite(blitzSuite, RunOptions{Bench: fakeBench(
+			ns(3.5e6), ns(2.7e6), ns(480e6),
+			ns(1.6e6), ns(2.7e6), ns(480e6),
+			ns(0.9e6), ns(2.7e6), ns(470e6),
+			gbs(38.5), gbs(12), gbs(27.8),
+		)}),
+		RunSuite(netSuite, RunOptions{Bench: fakeBench(
+			ns(30e3), ns(45e3), testing.BenchmarkResult{},
+			ns(80e3), ns(70e3), testing.BenchmarkResult{},
+			ns(400e3), ns(900e3), testing.BenchmarkResult{},
+		)}),
+	}
+	return r
+}
+
+func TestScaling(t *testing.T) {
+	r := sampleReport(t)
+	got := Scaling(r.Suites[0])
+	if len(got) != 1 {
+		t.Fatalf("%d series in the blitz suite, want 1: %+v", len(got), got)
+	}
+	s := got[0]
+	if s.Name != "FibJoin/workers=N fib(30)" || s.Param != "workers" || !slices.Equal(s.X, []float64{1, 2, 4}) || len(s.Lines) != 3 {
+		t.Fatalf("series = %+v", s)
+	}
+	if l := s.Lines[0]; !l.Ours || !slices.Equal(l.Y, []float64{3.5e6, 1.6e6, 0.9e6}) {
+		t.Errorf("ours = %+v: ours must be one line across differently named implementations", l)
+	}
+	if l := s.Lines[2]; l.Name != "errgroup" || l.Y[2] != 470e6 {
+		t.Errorf("errgroup line = %+v", l)
+	}
+	net := Scaling(r.Suites[1])
+	if len(net) != 1 || !slices.Equal(net[0].X, []float64{10, 100, 1000}) || net[0].Param != "conns" {
+		t.Fatalf("net series = %+v", net)
+	}
+	// The failed baseline is a line of NaNs, drawn as nothing.
+	if l := net[0].Lines[2]; l.Name != "broken" || !math.IsNaN(l.Y[0]) {
+		t.Errorf("broken line = %+v", l)
+	}
+	// Cases that share a prefix but not a parameter, or have a single value, are not series.
+	one := SuiteResult{Cases: []CaseResult{{Name: "A/n=1"}, {Name: "B/n=2"}, {Name: "Sort/random"}}}
+	if got := Scaling(one); len(got) != 0 {
+		t.Errorf("Scaling of unrelated cases = %+v", got)
+	}
+}
+
+func writeSampleHTML(t *testing.T) (string, string) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteHTML(&b, sampleReport(t)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, b.String()
+}
+
+// externalRef matches anything that would make a browser fetch: a src, href or url()
+// outside the page (in-page #anchors and data: URLs are fine).
+var externalRef = regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?\s*[^"'#\s>]|url\(\s*["']?\s*[^"'#d)]|@import`)
+
+func TestHTML(t *testing.T) {
+	_, page := writeSampleHTML(t)
+	if m := externalRef.FindString(page); m != "" {
+		t.Errorf("the page refers to something outside itself: %q", m)
+	}
+	svgs := strings.Count(page, `<svg class="chart-svg"`)
+	// Per suite a ratio chart and the detailed chart, plus one scaling chart each.
+	if svgs != 6 {
+		t.Errorf("%d charts, want 6", svgs)
+	}
+	for _, want := range []string{
+		"Content-Security-Policy", "default-src 'none'",
+		"<h1><span>blitz</span>bench report</h1>", "4 <small style=\"font-size:16px;font-weight:400\">of 6 met", "GOMAXPROCS", "median of 3 rounds",
+		`id="suite-blitz"`, `id="suite-net"`, `href="#suite-net"`,
+		"FibJoin/workers=N fib(30)", "Echo/conns=N", ", log scale", // 400 to 30 µs/op spans over 10x, not 50x: linear
+		"loopback echo &lt;&amp;&gt; HTTP", // titles are escaped
+		`<span class="pill missed">missed</span> <b>blitz/FibJoin/workers=2 fib(30)</b>`,
+		"ours better &#8594;", "1/100x", "100x",
+		"failed or skipped",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	// Every chart is well-formed XML on its own.
+	for i, part := range strings.Split(page, `<svg class="chart-svg"`)[1:] {
+		end := strings.Index(part, "</svg>")
+		if end < 0 {
+			t.Fatalf("chart %d has no end", i)
+		}
+		doc := `<svg class="chart-svg"` + part[:end+len("</svg>")]
+		if err := xml.Unmarshal([]byte(doc), new(struct{})); err != nil {
+			t.Errorf("chart %d is not well-formed: %v\n%s", i, err, doc)
+		}
+	}
+}
+
+// chromium returns the path of a headless-capable Chromium, or skips t saying why.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no Chromium on this machine (on Debian: apt-get install -y chromium); the page is checked without a browser by TestHTML")
+	return ""
+}
+
+// runChromium runs a headless Chromium on the page with extra arguments and returns its
+// stdout and stderr; it skips t if the browser cannot start here at all.
+func runChromium(t *testing.T, bin, page string, args ...string) (string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	all := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0"}, args...)
+	all = append(all, "file://"+page)
+	cmd := exec.CommandContext(ctx, bin, all...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			t.Fatalf("chromium did not finish within 90s; stderr:\n%s", stderr.String())
+		}
+		t.Skipf("chromium cannot run here (%v); stderr:\n%s", err, stderr.String())
+	}
+	return stdout.String(), stderr.String()
+}
+
+var (
+	chartsAttr   = regexp.MustCompile(`<html[^>]*\bdata-charts="(\d+)"`)
+	jsErrorsAttr = regexp.MustCompile(`<html[^>]*\bdata-js-errors="([^"]*)"`)
+	consoleError = regexp.MustCompile(`(?m)^.*CONSOLE.*(Uncaught|Error|Refused).*$`)
+)
+
+// TestHTMLInChromium opens the page in a real headless browser: every chart must be laid
+// out with a non-empty box and something drawn in it, no script error and no console
+// error (a blocked fetch included) may appear, and the screenshot must not be blank. A
+// page with a deliberate error checks that the error detection itself works.
+func TestHTMLInChromium(t *testing.T) {
+	bin := chromium(t)
+	page, _ := writeSampleHTML(t)
+	dom, stderr := runChromium(t, bin, page, "--dump-dom")
+	m := chartsAttr.FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("the page's script did not run (no data-charts on <html>); DOM:\n%.2000s\nstderr:\n%s", dom, stderr)
+	}
+	if m[1] != "6" {
+		t.Errorf("%s of 6 charts rendered with a non-empty box", m[1])
+	}
+	if e := jsErrorsAttr.FindStringSubmatch(dom); e != nil {
+		t.Errorf("script errors in the page: %s", e[1])
+	}
+	if c := consoleError.FindAllString(stderr, -1); len(c) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(c, "\n"))
+	}
+
+	shot := filepath.Join(filepath.Dir(page), "report.png")
+	_, stderr = runChromium(t, bin, page, "--screenshot="+shot, "--window-size=1280,2200", "--hide-scrollbars")
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v\n%s", err, stderr)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	colors := map[color.RGBA]int{}
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y += 3 {
+		for x := bounds.Min.X; x < bounds.Max.X; x += 3 {
+			r, g, b, _ := img.At(x, y).RGBA()
+			colors[color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0}]++
+		}
+	}
+	// Our orange, the win green and the loss red of the charts must all be on screen.
+	for name, want := range map[string]color.RGBA{"ours (orange)": {0xd9, 0x48, 0x0f, 0}, "win (green)": {0x2b, 0x8a, 0x3e, 0}, "loss (red)": {0xc9, 0x2a, 0x2a, 0}} {
+		if colors[want] == 0 {
+			t.Errorf("no %s pixel in the screenshot: the charts did not paint", name)
+		}
+	}
+	if len(colors) < 50 {
+		t.Errorf("the screenshot has %d distinct colours: blank or nearly", len(colors))
+	}
+	if dir := os.Getenv("BLITZBENCH_SCREENSHOT_DIR"); dir != "" { // to look at it
+		data, _ := os.ReadFile(shot)
+		os.WriteFile(filepath.Join(dir, "report.png"), data, 0o644)
+		html, _ := os.ReadFile(page)
+		os.WriteFile(filepath.Join(dir, "report.html"), html, 0o644)
+	}
+
+	// The detection is real: a page whose script fails is caught by both checks. (One
+	// more browser start, about 7 s here: not with -short.)
+	if testing.Short() {
+		return
+	}
+	bad := filepath.Join(t.TempDir(), "bad.html")
+	os.WriteFile(bad, []byte(`<!DOCTYPE html><html><head><script>
+window.addEventListener("error", function (e) { document.documentElement.setAttribute("data-js-errors", e.message); });
+</script></head><body><script>undefinedFunction();</script></body></html>`), 0o644)
+	dom, stderr = runChromium(t, bin, bad, "--dump-dom")
+	if jsErrorsAttr.FindStringSubmatch(dom) == nil || consoleError.FindString(stderr) == "" {
+		t.Errorf("a page with a script error went unnoticed: DOM %q, stderr:\n%s", dom, stderr)
+	}
+}
+
+func TestUpdateResults(t *testing.T) {
+	r := sampleReport(t)
+	doc := []byte("# Recorded results\n\nProse kept as written.\n\n## Full report\n\nold tables\n### old suite\n")
+	got, err := UpdateResults(doc, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(got)
+	for _, want := range []string{"# Recorded results\n\nProse kept as written.\n\n## Full report\n\n(Generated by `blitzbench -results`",
+		"\n### blitz: fork-join pool\n", "\n### net: loopback echo <&> HTTP\n", "| FibJoin/workers=2 fib(30) | blitz 2 workers (ours) | 1.60 ms/op |"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("updated document lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "old tables") || strings.Contains(s, "old suite") || strings.Contains(s, "# blitzbench report") {
+		t.Errorf("the old section or the report's title survived:\n%s", s)
+	}
+	// Regenerating is idempotent, and a document without the section gets it appended.
+	again, _ := UpdateResults(got, r)
+	if string(again) != s {
+		t.Errorf("a second update changed the document")
+	}
+	fresh, _ := UpdateResults([]byte("# Notes\n"), r)
+	if !strings.HasPrefix(string(fresh), "# Notes\n\n## Full report\n") {
+		t.Errorf("appended section:\n%.200s", fresh)
+	}
+}
+
+func TestFormatParam(t *testing.T) {
+	for x, want := range map[float64]string{1: "1", 1023: "1023", 1000: "1000", 16777216: "16.8M", 1048576: "1.05M", 25000: "25k", 2.5: "2.5"} {
+		if got := formatParam(x); got != want {
+			t.Errorf("formatParam(%v) = %q, want %q", x, got, want)
+		}
+	}
+}
+
+// Cases named with a numeric parameter as key=VALUE become a scaling series: ours is one
+// line whatever it is called in each case, every other implementation a line by name.
+func ExampleScaling() {
+	ours := func(name string, v float64) ImplResult {
+		return ImplResult{Name: name, Ours: true, Value: v, Unit: "ns/op"}
+	}
+	base := func(name string, v float64) ImplResult { return ImplResult{Name: name, Value: v, Unit: "ns/op"} }
+	s := SuiteResult{Name: "net", Cases: []CaseResult{
+		{Name: "Echo/conns=10", Unit: "ns/op", Impls: []ImplResult{ours("blitzio", 30), base("goroutines", 45)}},
+		{Name: "Echo/conns=100", Unit: "ns/op", Impls: []ImplResult{ours("blitzio", 80), base("goroutines", 70)}},
+		{Name: "Echo/conns=1000", Unit: "ns/op", Impls: []ImplResult{ours("blitzio", 400), base("goroutines", 900)}},
+		{Name: "Handshake", Unit: "ns/op", Impls: []ImplResult{ours("blitzio", 5)}},
+	}}
+	for _, ss := range Scaling(s) {
+		fmt.Println(ss.Name, ss.Param, ss.X)
+		for _, l := range ss.Lines {
+			fmt.Println(" ", l.Name, l.Y)
+		}
+	}
+	// Output:
+	// Echo/conns=N conns [10 100 1000]
+	//   ours [30 80 400]
+	//   goroutines [45 70 900]
 }

@@ -25,15 +25,23 @@
 //	                   implementations of a case, and report the median (default 1)
 //	-json FILE         also write the results as JSON to FILE ("-" for stdout, which then
 //	                   replaces the tables)
-//	-out DIR           write DIR/report.md, DIR/results.json and one DIR/<suite>.svg chart
-//	                   per suite
+//	-out DIR           write DIR/report.md, DIR/results.json, one DIR/<suite>.svg chart
+//	                   per suite and DIR/report.html, a self-contained page with every
+//	                   chart inline (ratios, scaling, targets, the machine)
+//	-from FILE         measure nothing: read a results.json written earlier and write
+//	                   its -out files and -results document from it
+//	-results FILE      rewrite the "## Full report" section of FILE (benchmarks/RESULTS.md)
+//	                   from the run's results, keeping the prose above it
 //	-cpuprofile FILE   write a CPU profile of the whole run, for go tool pprof
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -60,7 +68,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		benchtime = fs.Duration("benchtime", 0, "time per measurement `d` (default 1s, or 200ms with -quick)")
 		count     = fs.Int("count", 1, "measure each implementation `n` times, alternating within a case, and keep the median")
 		jsonPath  = fs.String("json", "", "also write results as JSON to `file` (\"-\": stdout, instead of the tables)")
-		outDir    = fs.String("out", "", "write report.md, results.json and <suite>.svg charts into `dir`")
+		outDir    = fs.String("out", "", "write report.md, results.json, <suite>.svg charts and report.html into `dir`")
+		fromPath  = fs.String("from", "", "measure nothing: render -out and -results from a results.json `file` written earlier")
+		results   = fs.String("results", "", "rewrite the \"## Full report\" section of `file` (benchmarks/RESULTS.md) from the results")
 		cpuProf   = fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file` (go tool pprof)")
 	)
 	fs.Usage = func() {
@@ -85,6 +95,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg := benchmarks.Config{Quick: *quick}
+	if *fromPath != "" {
+		return render(*fromPath, *outDir, *results, stderr)
+	}
 
 	suites, err := selectSuites(*suiteArg)
 	if err != nil {
@@ -197,7 +210,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "blitzbench:", err)
 			return 1
 		}
-		fmt.Fprintf(stderr, "blitzbench: report written to %s\n", filepath.Join(*outDir, "report.md"))
+		fmt.Fprintf(stderr, "blitzbench: report written to %s and %s\n", filepath.Join(*outDir, "report.md"), filepath.Join(*outDir, "report.html"))
+	}
+	if *results != "" {
+		if err := updateResults(*results, report); err != nil {
+			fmt.Fprintln(stderr, "blitzbench:", err)
+			return 1
+		}
 	}
 	for _, s := range report.Suites {
 		for _, c := range s.Cases {
@@ -280,5 +299,54 @@ func writeOut(dir string, r *benchmarks.Report) error {
 			return err
 		}
 	}
+	if err := write("report.html", func(w io.Writer) error { return benchmarks.WriteHTML(w, r) }); err != nil {
+		return err
+	}
 	return write("report.md", func(w io.Writer) error { return benchmarks.WriteMarkdown(w, r, true) })
+}
+
+// render writes the -out files and the -results document from a results.json written
+// by an earlier run, without measuring anything.
+func render(from, outDir, results string, stderr io.Writer) int {
+	if outDir == "" && results == "" {
+		fmt.Fprintln(stderr, "blitzbench: -from needs -out or -results (or both)")
+		return 2
+	}
+	data, err := os.ReadFile(from)
+	if err != nil {
+		fmt.Fprintln(stderr, "blitzbench:", err)
+		return 1
+	}
+	var r benchmarks.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		fmt.Fprintf(stderr, "blitzbench: %s is not a results.json: %v\n", from, err)
+		return 1
+	}
+	if outDir != "" {
+		if err := writeOut(outDir, &r); err != nil {
+			fmt.Fprintln(stderr, "blitzbench:", err)
+			return 1
+		}
+	}
+	if results != "" {
+		if err := updateResults(results, &r); err != nil {
+			fmt.Fprintln(stderr, "blitzbench:", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// updateResults rewrites the generated section of the results document at path; a
+// missing file is created with that section alone.
+func updateResults(path string, r *benchmarks.Report) error {
+	doc, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	out, err := benchmarks.UpdateResults(doc, r)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, 0o644)
 }
