@@ -1,0 +1,194 @@
+package blitzio
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/blitzgo/blitz/blitzio/internal/poller"
+)
+
+// ioDriver is the runtime's I/O driver: it owns the platform Poller, maps the tokens of
+// its events to scheduledIO entries, and wakes the tasks waiting on them.
+//
+// Who polls: a worker that runs out of tasks, and every few scheduler ticks a busy one,
+// polls without waiting (turn with timeout 0, under a try-lock: if another worker is
+// polling, skip). A worker that parks and wins the try-lock blocks in the Poller instead
+// of on its channel, with the next timer deadline as timeout; producers that unpark it
+// call Poller.Wake (see Runtime.unparkOne).
+//
+// Tokens: slot index in the low 32 bits, slot generation (>= 1) in the high 32 bits. A
+// slot's generation moves on every time it is freed, so an event still queued for a
+// closed fd whose number (and slot) was reused does not match the new owner's token and
+// is dropped.
+type ioDriver struct {
+	p       poller.Poller
+	backend Backend
+	reason  string // why BackendAuto fell back, "" otherwise
+
+	// pollMu is held by the goroutine inside p.Poll (TryLock only, never waited for).
+	pollMu sync.Mutex
+	events []poller.Event // guarded by pollMu
+	wakers []Waker        // guarded by pollMu
+	// polling is the id of the worker blocked in p.Poll as part of parking, or -1.
+	polling atomic.Int32
+
+	mu     sync.RWMutex
+	slots  []*scheduledIO
+	gens   []uint32
+	free   []uint32
+	closed bool
+	live   atomic.Int64
+}
+
+const ioEventBatch = 256
+
+// errNoNetwork is wrapped by Register errors of the portable backend.
+var errDriverClosed = errors.New("blitzio: I/O driver closed")
+
+func newIODriver(p poller.Poller, b Backend, reason string) *ioDriver {
+	d := &ioDriver{p: p, backend: b, reason: reason, events: make([]poller.Event, ioEventBatch)}
+	d.polling.Store(-1)
+	return d
+}
+
+// register adds fd to the driver (both directions, edge-triggered) and returns its
+// state. The state starts out ready both ways, so the first operation tries its system
+// call at once instead of waiting for a first edge that may already have passed.
+func (d *ioDriver) register(fd int) (*scheduledIO, error) {
+	s := &scheduledIO{drv: d, fd: fd}
+	s.readiness.Store(uint64(poller.Readable | poller.Writable))
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, errDriverClosed
+	}
+	var idx uint32
+	if n := len(d.free); n > 0 {
+		idx = d.free[n-1]
+		d.free = d.free[:n-1]
+	} else {
+		idx = uint32(len(d.slots))
+		d.slots = append(d.slots, nil)
+		d.gens = append(d.gens, 1)
+	}
+	s.token = uint64(d.gens[idx])<<32 | uint64(idx)
+	d.slots[idx] = s
+	d.mu.Unlock()
+	// Register outside the lock; an event for the token cannot come before Register.
+	if err := d.p.Register(fd, s.token, poller.Read|poller.Write); err != nil {
+		d.freeSlot(s)
+		return nil, err
+	}
+	d.live.Add(1)
+	return s, nil
+}
+
+func (d *ioDriver) freeSlot(s *scheduledIO) {
+	idx := uint32(s.token)
+	d.mu.Lock()
+	if int(idx) < len(d.slots) && d.slots[idx] == s {
+		d.slots[idx] = nil
+		g := d.gens[idx] + 1
+		if g == 0 || g == 0xFFFF_FFFF {
+			g = 1
+		}
+		d.gens[idx] = g
+		d.free = append(d.free, idx)
+	}
+	d.mu.Unlock()
+}
+
+// deregister removes s from the poller and frees its slot (from scheduledIO.release).
+func (d *ioDriver) deregister(s *scheduledIO) {
+	d.mu.RLock()
+	if !d.closed {
+		// After the poller closed its fd number may be reused: never touch it then.
+		d.p.Deregister(s.fd, s.token)
+	}
+	d.mu.RUnlock()
+	d.freeSlot(s)
+	d.live.Add(-1)
+}
+
+// turn polls once with timeout (the caller holds pollMu) and wakes the tasks whose
+// sockets became ready. It returns how many wakers it called.
+func (d *ioDriver) turn(timeout time.Duration, parkedWorker int) int {
+	n, err := d.p.Poll(d.events, timeout)
+	if parkedWorker >= 0 {
+		d.polling.Store(-1)
+	}
+	if err != nil || n == 0 {
+		return 0
+	}
+	wakers := d.wakers[:0]
+	d.mu.RLock()
+	for _, ev := range d.events[:n] {
+		if ev.Op != poller.OpReady {
+			continue
+		}
+		idx := uint32(ev.Token)
+		if int(idx) >= len(d.slots) {
+			continue
+		}
+		s := d.slots[idx]
+		if s == nil || s.token != ev.Token {
+			continue // stale: the fd was closed (and maybe reused) after the event
+		}
+		if s.setReadiness(ev.Ready) {
+			wakers = s.takeWaiters(ev.Ready, wakers)
+		}
+	}
+	d.mu.RUnlock()
+	for i, w := range wakers {
+		w.Wake()
+		wakers[i] = Waker{}
+	}
+	d.wakers = wakers[:0]
+	return len(wakers)
+}
+
+// pollNow is the between-tasks poll: zero timeout, skipped if another goroutine polls.
+func (d *ioDriver) pollNow() int {
+	if d.live.Load() == 0 || !d.pollMu.TryLock() {
+		return 0
+	}
+	n := d.turn(0, -1)
+	d.pollMu.Unlock()
+	return n
+}
+
+// wake makes a parked poller return.
+func (d *ioDriver) wake() { d.p.Wake() }
+
+// shutdown closes every registered socket and then the poller (Runtime shutdown, after
+// the workers have exited, so nobody is inside Poll).
+func (d *ioDriver) shutdown() {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	live := make([]*scheduledIO, 0, len(d.slots))
+	for _, s := range d.slots {
+		if s != nil {
+			live = append(live, s)
+		}
+	}
+	d.mu.Unlock()
+	for _, s := range live {
+		s.close()
+	}
+	d.mu.Lock()
+	d.closed = true
+	d.p.Close()
+	d.mu.Unlock()
+}
+
+// BackendError is the error New returns (wrapping ErrBackendUnavailable) when the
+// backend Config.Backend names cannot be set up; Reason says why.
+func backendUnavailable(b Backend, reason error) error {
+	return fmt.Errorf("%w: %w: Config.Backend = %v: %w", ErrInvalidConfig, ErrBackendUnavailable, b, reason)
+}
