@@ -55,11 +55,12 @@ func newIODriver(p poller.Poller, b Backend, reason string) *ioDriver {
 }
 
 // register adds fd to the driver (both directions, edge-triggered) and returns its
-// state. The state starts out ready both ways, so the first operation tries its system
-// call at once instead of waiting for a first edge that may already have passed.
+// state. The state starts out not ready: registering an fd that is already readable or
+// writable queues an event for it at once (epoll and kqueue both report the current
+// state on registration), so no edge is lost, and Readable/Writable never report a
+// readiness nobody saw.
 func (d *ioDriver) register(fd int) (*scheduledIO, error) {
 	s := &scheduledIO{drv: d, fd: fd}
-	s.readiness.Store(uint64(poller.Readable | poller.Writable))
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()

@@ -232,9 +232,11 @@ func (s *scheduledIO) release() {
 	closeFD(s.fd)
 }
 
-// The bits a system call's EAGAIN disproves. Closed bits stay: end of file or a
-// shut-down write side do not go away.
+// The bits a system call's EAGAIN disproves. That includes the closed bits: a read side
+// at end of file returns 0, not EAGAIN, so EAGAIN proves a ReadClosed stale (an
+// unconnected socket reports a hang-up when registered, before its connect completes);
+// keeping it would make every later poll retry the call, a busy loop.
 const (
-	readInterestClear  = poller.Readable | poller.Error
-	writeInterestClear = poller.Writable | poller.Error
+	readInterestClear  = readInterest
+	writeInterestClear = writeInterst
 )

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -156,6 +157,9 @@ const (
 	acceptBackoffMax = time.Second
 )
 
+// acceptBackoffs counts the accept back-offs of the process (read by tests).
+var acceptBackoffs atomic.Int64
+
 // PollAccept is the poll form of Accept for hand-written futures: it accepts a pending
 // connection, or leaves cx's waker registered and reports false.
 func (l *TCPListener) PollAccept(cx *Context) (Result[Accepted], bool) {
@@ -226,6 +230,7 @@ func (f *acceptFuture) Poll(cx *Context) (Result[Accepted], bool) {
 			return r, false
 		}
 		if r.Err != nil && isResourceExhausted(r.Err) && cx.rt != nil {
+			acceptBackoffs.Add(1)
 			f.backoff = min(max(2*f.backoff, acceptBackoffMin), acceptBackoffMax)
 			f.sleep = Sleep(f.backoff)
 			continue
@@ -394,7 +399,16 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 			}
 			switch syscall.Errno(v) {
 			case 0, unix.EISCONN:
-				return 0, nil
+				// No pending error can also mean "still connecting" (a spurious
+				// wake): only a peer address says the connection is made.
+				rsa, err := unix.Getpeername(fd)
+				if err == unix.ENOTCONN {
+					return 0, unix.EAGAIN
+				}
+				if err == nil {
+					f.fd.raddr = sockaddrToTCP(rsa)
+				}
+				return 0, err
 			case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
 				return 0, unix.EAGAIN
 			}
@@ -402,15 +416,6 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 		})
 		if !ok {
 			return Result[*TCPStream]{}, false
-		}
-		if err == nil {
-			// Writable without a pending error can still mean "not connected" (a
-			// spurious wake): ask the kernel for the peer.
-			if rsa, perr := unix.Getpeername(f.fd.fd); perr == nil {
-				f.fd.raddr = sockaddrToTCP(rsa)
-			} else {
-				err = perr
-			}
 		}
 		if err != nil {
 			f.lastErr = f.fd.opError("dial", "connect", err)
@@ -553,11 +558,8 @@ func (f *dialFuture) start(cx *Context) error {
 			return fd.opError("dial", "bind", err)
 		}
 	}
-	if _, err := fd.bindTo(cx.rt); err != nil {
-		unix.Close(s)
-		return err
-	}
-	f.fd = fd
+	// Connect first, register after: registered before connect, an unconnected socket
+	// reports a hang-up at once.
 	for {
 		err = unix.Connect(s, rsa)
 		if err != unix.EINTR {
@@ -566,11 +568,16 @@ func (f *dialFuture) start(cx *Context) error {
 	}
 	switch err {
 	case nil, unix.EINPROGRESS, unix.EALREADY:
-		return nil
+	default:
+		unix.Close(s)
+		return fd.opError("dial", "connect", err)
 	}
-	f.fd = nil
-	fd.Close()
-	return fd.opError("dial", "connect", err)
+	if _, err := fd.bindTo(cx.rt); err != nil {
+		unix.Close(s)
+		return err
+	}
+	f.fd = fd
+	return nil
 }
 
 func (f *dialFuture) Drop() {
