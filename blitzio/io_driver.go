@@ -34,6 +34,9 @@ type ioDriver struct {
 	wakers []Waker        // guarded by pollMu
 	// polling is the id of the worker blocked in p.Poll as part of parking, or -1.
 	polling atomic.Int32
+	// parkedTurns counts the blocking polls of parked workers that returned (tests use
+	// it to check that an idle runtime does not wake up).
+	parkedTurns atomic.Uint64
 
 	mu     sync.RWMutex
 	slots  []*scheduledIO
@@ -120,6 +123,7 @@ func (d *ioDriver) turn(timeout time.Duration, parkedWorker int) int {
 	n, err := d.p.Poll(d.events, timeout)
 	if parkedWorker >= 0 {
 		d.polling.Store(-1)
+		d.parkedTurns.Add(1)
 	}
 	if err != nil || n == 0 {
 		return 0

@@ -3,6 +3,7 @@
 package blitzio
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -109,3 +110,7 @@ var _ = poller.ErrUnsupported
 type pollerIface = poller.Poller
 
 var errUnsupportedPoller = poller.ErrUnsupported
+
+func contextWithDeadlinePassed() (context.Context, context.CancelFunc) {
+	return context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+}

@@ -53,6 +53,9 @@ func (lc ListenConfig) ListenTCP(network string, laddr *net.TCPAddr) (*TCPListen
 	opErr := func(err error) error {
 		return &net.OpError{Op: "listen", Net: network, Addr: laddr, Err: err}
 	}
+	if !isTCPNetwork(network) {
+		return nil, opErr(net.UnknownNetworkError(network))
+	}
 	if lc.Backlog < 0 {
 		return nil, opErr(errors.New("negative ListenConfig.Backlog"))
 	}
@@ -106,6 +109,10 @@ func (lc ListenConfig) ListenTCP(network string, laddr *net.TCPAddr) (*TCPListen
 		fd.laddr = sockaddrToTCP(lsa)
 	}
 	return &TCPListener{fd: fd}, nil
+}
+
+func isTCPNetwork(network string) bool {
+	return network == "tcp" || network == "tcp4" || network == "tcp6"
 }
 
 // listenBacklog is net.core.somaxconn, as Go's net reads it.
@@ -356,6 +363,9 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 	}
 	if cx.rt == nil {
 		return f.fail(errNoRuntime)
+	}
+	if !isTCPNetwork(f.network) {
+		return f.fail(net.UnknownNetworkError(f.network))
 	}
 	if f.ctx != nil {
 		if err := f.ctx.Err(); err != nil {
