@@ -105,7 +105,6 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
-var _ = poller.ErrUnsupported
 
 type pollerIface = poller.Poller
 

@@ -142,6 +142,117 @@ func TestTCPIOUringUnavailableFallsBack(t *testing.T) {
 	}
 }
 
-var _ = io.EOF
-var _ = net.ErrClosed
-var _ = syscall.ECONNRESET
+
+func TestTCPOptionsSplitResolve(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg Config) {
+		netWatchdog(t, 30*time.Second)
+		rt := newRT(t, cfg)
+		c, s := connPair(t, rt)
+		for name, err := range map[string]error{
+			"NoDelay":    c.SetNoDelay(false),
+			"KeepAlive":  c.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 5 * time.Second, Count: 3}),
+			"Linger":     c.SetLinger(5),
+			"ReadBuffer": c.SetReadBuffer(64 << 10),
+			"WriteBuf":   c.SetWriteBuffer(64 << 10),
+			"TTL":        c.SetTTL(17),
+		} {
+			if err != nil {
+				t.Errorf("Set%s: %v", name, err)
+			}
+		}
+		if ttl, err := c.TTL(); err != nil || ttl != 17 {
+			t.Fatalf("TTL() = %d, %v", ttl, err)
+		}
+		if err := c.SetKeepAliveConfig(net.KeepAliveConfig{Enable: false}); err != nil {
+			t.Fatal(err)
+		}
+		// Split: one task reads while another writes, on both ends.
+		r, w := c.Split()
+		const n = 200
+		writer := Spawn(rt, Async(func(co *Co) error {
+			for i := range n {
+				if _, err := Await(co, w.WriteAll([]byte{byte(i)})).Get(); err != nil {
+					return err
+				}
+			}
+			return w.CloseWrite()
+		}))
+		echo := Spawn(rt, Async(func(co *Co) error {
+			buf := make([]byte, 7)
+			for {
+				k, err := Await(co, s.Read(buf)).Get()
+				if err == io.EOF {
+					return s.CloseWrite()
+				}
+				if err != nil {
+					return err
+				}
+				Await(co, s.WriteAll(buf[:k]))
+			}
+		}))
+		got := blockOn(t, rt, Async(func(co *Co) []byte {
+			var out []byte
+			buf := make([]byte, 13)
+			for {
+				k, err := Await(co, r.Read(buf)).Get()
+				out = append(out, buf[:k]...)
+				if err != nil {
+					return out
+				}
+			}
+		}))
+		for _, h := range []JoinHandle[error]{writer, echo} {
+			if err, jerr := waitHandle(t, h); err != nil || jerr != nil {
+				t.Fatal(err, jerr)
+			}
+		}
+		if len(got) != n {
+			t.Fatalf("read %d bytes through the split halves, want %d", len(got), n)
+		}
+		for i, b := range got {
+			if b != byte(i) {
+				t.Fatalf("byte %d = %d", i, b)
+			}
+		}
+
+		// Dial by name: "localhost" resolved on the blocking pool; several listeners
+		// share a port with ReusePort.
+		l1, err := (ListenConfig{ReusePort: true}).ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l1.Close()
+		l2, err := (ListenConfig{ReusePort: true, Backlog: 16}).ListenTCP("tcp4", l1.TCPAddr())
+		if err != nil {
+			t.Fatalf("second ReusePort listener: %v", err)
+		}
+		defer l2.Close()
+		if _, err := ListenTCP("tcp4", l1.TCPAddr()); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			t.Fatalf("a listener without ReusePort on a used port = %v, want EADDRINUSE", err)
+		}
+		Spawn(rt, echoServer(l1))
+		Spawn(rt, echoServer(l2))
+		reply := blockOn(t, rt, Async(func(co *Co) string {
+			c, err := Await(co, Dial("tcp4", net.JoinHostPort("localhost", fmt.Sprint(l1.TCPAddr().Port)))).Get()
+			if err != nil {
+				return err.Error()
+			}
+			defer c.Close()
+			Await(co, c.WriteAll([]byte("by name")))
+			b := make([]byte, 7)
+			Await(co, c.ReadFull(b))
+			return string(b)
+		}))
+		if reply != "by name" {
+			t.Fatalf("dial by name: %q", reply)
+		}
+		if r := blockOn(t, rt, Dial("tcp4", "name.invalid:80")); r.Err == nil {
+			t.Fatal("dial to name.invalid succeeded")
+		} else {
+			var dnsErr *net.DNSError
+			if !errors.As(r.Err, &dnsErr) {
+				t.Logf("unresolvable name: %v (not a *net.DNSError)", r.Err)
+			}
+		}
+	})
+}
