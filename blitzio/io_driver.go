@@ -31,7 +31,6 @@ type ioDriver struct {
 	// pollMu is held by the goroutine inside p.Poll (TryLock only, never waited for).
 	pollMu sync.Mutex
 	events []poller.Event // guarded by pollMu
-	wakers []Waker        // guarded by pollMu
 	// polling is the id of the worker blocked in p.Poll as part of parking, or -1.
 	polling atomic.Int32
 	// parkedTurns counts the blocking polls of parked workers that returned (tests use
@@ -79,14 +78,18 @@ func (d *ioDriver) register(fd int) (*scheduledIO, error) {
 		d.gens = append(d.gens, 1)
 	}
 	s.token = uint64(d.gens[idx])<<32 | uint64(idx)
-	d.slots[idx] = s
-	d.mu.Unlock()
-	// Register outside the lock; an event for the token cannot come before Register.
+	// Register under the lock: shutdown sets closed and takes its snapshot of the slots
+	// under it, so a registration either is in that snapshot (and gets closed) or sees
+	// closed; and the poller is never used after shutdown closed it (its fd number could
+	// belong to someone else by then).
 	if err := d.p.Register(fd, s.token, poller.Read|poller.Write); err != nil {
-		d.freeSlot(s)
+		d.free = append(d.free, idx)
+		d.mu.Unlock()
 		return nil, err
 	}
+	d.slots[idx] = s
 	d.live.Add(1)
+	d.mu.Unlock()
 	return s, nil
 }
 
@@ -117,18 +120,19 @@ func (d *ioDriver) deregister(s *scheduledIO) {
 	d.live.Add(-1)
 }
 
-// turn polls once with timeout (the caller holds pollMu) and wakes the tasks whose
-// sockets became ready. It returns how many wakers it called.
-func (d *ioDriver) turn(timeout time.Duration, parkedWorker int) int {
+// turn polls once with timeout (the caller holds pollMu), marks the sockets that became
+// ready, and appends their waiters to buf. The caller wakes them (wakeIO) after it has
+// released pollMu and anything else it holds: a waker is user code that may panic or
+// call runtime.Goexit, and must not leave the driver locked.
+func (d *ioDriver) turn(timeout time.Duration, parkedWorker int, buf []Waker) []Waker {
 	n, err := d.p.Poll(d.events, timeout)
 	if parkedWorker >= 0 {
 		d.polling.Store(-1)
 		d.parkedTurns.Add(1)
 	}
 	if err != nil || n == 0 {
-		return 0
+		return buf
 	}
-	wakers := d.wakers[:0]
 	d.mu.RLock()
 	for _, ev := range d.events[:n] {
 		if ev.Op != poller.OpReady {
@@ -143,25 +147,33 @@ func (d *ioDriver) turn(timeout time.Duration, parkedWorker int) int {
 			continue // stale: the fd was closed (and maybe reused) after the event
 		}
 		if s.setReadiness(ev.Ready) {
-			wakers = s.takeWaiters(ev.Ready, wakers)
+			buf = s.takeWaiters(ev.Ready, buf)
 		}
 	}
 	d.mu.RUnlock()
-	for i, w := range wakers {
-		w.Wake()
-		wakers[i] = Waker{}
+	return buf
+}
+
+// wakeIO wakes the waiters a turn collected (every one, even if some panic; see
+// wakeAll) and clears buf for reuse.
+func wakeIO(buf []Waker) []Waker {
+	if len(buf) > 0 {
+		wakeAll(buf)
+		clear(buf)
 	}
-	d.wakers = wakers[:0]
-	return len(wakers)
+	return buf[:0]
 }
 
 // pollNow is the between-tasks poll: zero timeout, skipped if another goroutine polls.
-func (d *ioDriver) pollNow() int {
+// It reports how many tasks it woke.
+func (d *ioDriver) pollNow(buf *[]Waker) int {
 	if d.live.Load() == 0 || !d.pollMu.TryLock() {
 		return 0
 	}
-	n := d.turn(0, -1)
+	*buf = d.turn(0, -1, (*buf)[:0])
 	d.pollMu.Unlock()
+	n := len(*buf)
+	*buf = wakeIO(*buf)
 	return n
 }
 
@@ -176,20 +188,19 @@ func (d *ioDriver) shutdown() {
 		d.mu.Unlock()
 		return
 	}
+	d.closed = true // from here register fails and deregister leaves the poller alone
 	live := make([]*scheduledIO, 0, len(d.slots))
 	for _, s := range d.slots {
 		if s != nil {
 			live = append(live, s)
 		}
 	}
+	d.p.Close()
 	d.mu.Unlock()
+	// Closing the fds also removes them from the (closed) poller's interest list.
 	for _, s := range live {
 		s.close()
 	}
-	d.mu.Lock()
-	d.closed = true
-	d.p.Close()
-	d.mu.Unlock()
 }
 
 // BackendError is the error New returns (wrapping ErrBackendUnavailable) when the

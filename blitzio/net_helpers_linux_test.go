@@ -105,7 +105,6 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
-
 type pollerIface = poller.Poller
 
 var errUnsupportedPoller = poller.ErrUnsupported

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -194,5 +195,34 @@ func TestTCPIdleRuntimeStaysAsleep(t *testing.T) {
 		}
 		cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) * time.Nanosecond
 		t.Logf("process CPU over 300ms idle with %d connections: %v", 2*conns, cpu)
+	})
+}
+
+// A waker that panics or calls runtime.Goexit when the driver wakes it (user code in a
+// WakerFunc) must not leave the driver locked: the runtime keeps serving sockets.
+func TestTCPDriverSurvivesHostileWakers(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg Config) {
+		netWatchdog(t, 30*time.Second)
+		rt := newRT(t, cfg)
+		for _, hostile := range []func(){
+			func() { panic("waker panics") },
+			runtime.Goexit,
+		} {
+			c, s := connPair(t, rt)
+			var called atomic.Int32
+			cx := NewContext(rt, WakerFunc(func() { called.Add(1); hostile() }))
+			if _, ok := c.Read(make([]byte, 4)).Poll(cx); ok {
+				t.Fatal("read ready without data")
+			}
+			blockOn(t, rt, s.WriteAll([]byte("data")))
+			waitFor(t, "the hostile waker to be called", func() bool { return called.Load() > 0 })
+			// The driver still works: a round trip on a fresh pair.
+			c2, s2 := connPair(t, rt)
+			blockOn(t, rt, s2.WriteAll([]byte("ok")))
+			b := make([]byte, 2)
+			if _, err := blockOn(t, rt, c2.ReadFull(b)).Get(); err != nil || string(b) != "ok" {
+				t.Fatalf("after a hostile waker: %q, %v", b, err)
+			}
+		}
 	})
 }

@@ -142,7 +142,6 @@ func TestTCPIOUringUnavailableFallsBack(t *testing.T) {
 	}
 }
 
-
 func TestTCPOptionsSplitResolve(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, cfg Config) {
 		netWatchdog(t, 30*time.Second)

@@ -34,6 +34,8 @@ type worker struct {
 	rng       lockfree.XorShift64Star
 	unpark    chan struct{} // capacity 1: a token from whoever cleared our parked bit
 	timer     *time.Timer
+	// ioWakers is the buffer of the I/O driver's turns made by this worker.
+	ioWakers []Waker
 
 	globalInterval uint32
 	// statStart is the real monotonic time (sinceProcStart) at the last interval
@@ -68,7 +70,7 @@ func (w *worker) run() {
 	rt := w.rt
 	for !rt.closed.Load() {
 		h := w.nextTask()
-		if h == nil && rt.io.pollNow() > 0 {
+		if h == nil && rt.io.pollNow(&w.ioWakers) > 0 {
 			continue // I/O readiness woke tasks (into the injection queue)
 		}
 		if h == nil {
@@ -141,7 +143,7 @@ func (w *worker) maintenance() {
 	w.statStart, w.statPolls = now, 0
 	// Between tasks, every globalInterval ticks: take the I/O events that are ready
 	// without waiting, so a busy runtime still serves its sockets.
-	rt.io.pollNow()
+	rt.io.pollNow(&w.ioWakers)
 	if rt.testClock == nil && rt.timers.due(nowTick(rt.elapsed())) {
 		rt.processTimers(true) // never wait for the lock between tasks
 	}
@@ -367,7 +369,7 @@ func (w *worker) park() {
 		// Blocks until an I/O event, the timer deadline, or a Wake (a producer cleared
 		// our parked bit, or shutdown began). turn clears polling before it wakes the
 		// tasks it found, so their scheduling does not Wake us again for nothing.
-		rt.io.turn(ioTimeout, w.id)
+		w.ioWakers = rt.io.turn(ioTimeout, w.id, w.ioWakers[:0])
 		releaseIO()
 		if !rt.idle.clear(w.id) {
 			<-w.unpark // someone cleared our bit and counted us as searching
@@ -392,6 +394,10 @@ func (w *worker) park() {
 		rt.releaseTimerDriver()
 		rt.processTimers(false)
 	}
+	// Wake the tasks whose sockets became ready last, holding nothing: a waker that
+	// panics is reported, one that calls runtime.Goexit ends this goroutine (run
+	// replaces the worker) without leaving the driver, timer duty or parked bit held.
+	w.ioWakers = wakeIO(w.ioWakers)
 }
 
 // maxParkDuration caps a timer driver's park: a deadline decades away must not overflow
