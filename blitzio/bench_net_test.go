@@ -245,3 +245,113 @@ func BenchmarkAcceptConnect(b *testing.B) {
 		client(b, l.Addr().String())
 	})
 }
+
+// udpEchoTask echoes datagrams with the poll forms of the futures' operations (one
+// RecvFrom and one SendTo future per datagram would allocate).
+type udpEchoTask struct {
+	c    *UDPConn
+	buf  []byte
+	recv Future[Result[Datagram[*net.UDPAddr]]]
+	send Future[Result[int]]
+}
+
+func (u *udpEchoTask) Poll(cx *Context) (struct{}, bool) {
+	for {
+		if u.send == nil {
+			if u.recv == nil {
+				u.recv = u.c.RecvFrom(u.buf)
+			}
+			r, ok := u.recv.Poll(cx)
+			if !ok {
+				return struct{}{}, false
+			}
+			u.recv = nil
+			if r.Err != nil {
+				return struct{}{}, true
+			}
+			u.send = u.c.SendTo(u.buf[:r.Value.N], r.Value.From)
+		}
+		r, ok := u.send.Poll(cx)
+		if !ok {
+			return struct{}{}, false
+		}
+		u.send = nil
+		if r.Err != nil {
+			return struct{}{}, true
+		}
+	}
+}
+
+// BenchmarkUDP measures datagram round trips (64 B) through an echo server: a blitzio
+// UDP socket beside a net.UDPConn served by one goroutine, with the same clients (one
+// connected net.UDPConn per client goroutine, 8 of them).
+func BenchmarkUDP(b *testing.B) {
+	run := func(b *testing.B, addr string) {
+		const clients = 8
+		pool := make(chan *net.UDPConn, clients)
+		for range clients {
+			c, err := net.Dial("udp4", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			pool <- c.(*net.UDPConn)
+		}
+		b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+		b.ReportAllocs()
+		var failed atomic.Value
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			c := <-pool
+			defer func() { pool <- c }()
+			out, in := make([]byte, 64), make([]byte, 64)
+			for pb.Next() {
+				if _, err := c.Write(out); err != nil {
+					failed.Store(err)
+					return
+				}
+				if _, err := c.Read(in); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		})
+		if err := failed.Load(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, be := range netBackends {
+		b.Run("blitzio-"+be.String(), func(b *testing.B) {
+			rt, err := New(Config{Backend: be})
+			if err != nil {
+				b.Skip(err)
+			}
+			defer rt.Close()
+			c, err := ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			Spawn(rt, &udpEchoTask{c: c, buf: make([]byte, 2048)})
+			run(b, c.LocalAddr().String())
+		})
+	}
+	b.Run("net", func(b *testing.B) {
+		c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		go func() {
+			buf := make([]byte, 2048)
+			for {
+				n, from, err := c.ReadFromUDP(buf)
+				if err != nil {
+					return
+				}
+				c.WriteToUDP(buf[:n], from)
+			}
+		}()
+		run(b, c.LocalAddr().String())
+	})
+}
