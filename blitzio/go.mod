@@ -4,7 +4,7 @@ go 1.25
 
 require (
 	github.com/blitzgo/blitz/shared/lockfree v0.1.0
-	golang.org/x/sys v0.49.0
+	golang.org/x/sys v0.47.0
 )
 
 // Local development and CI build against the sibling folder. The replace is ignored by
