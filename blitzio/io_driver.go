@@ -42,7 +42,9 @@ type ioDriver struct {
 	gens   []uint32
 	free   []uint32
 	closed bool
-	live   atomic.Int64
+	// closing holds the sockets shutdown has still to close.
+	closing []*scheduledIO
+	live    atomic.Int64
 }
 
 const ioEventBatch = 256
@@ -184,21 +186,30 @@ func (d *ioDriver) wake() { d.p.Wake() }
 // the workers have exited, so nobody is inside Poll).
 func (d *ioDriver) shutdown() {
 	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return
-	}
-	d.closed = true // from here register fails and deregister leaves the poller alone
-	live := make([]*scheduledIO, 0, len(d.slots))
-	for _, s := range d.slots {
-		if s != nil {
-			live = append(live, s)
+	if !d.closed {
+		d.closed = true // from here register fails and deregister leaves the poller alone
+		for _, s := range d.slots {
+			if s != nil {
+				d.closing = append(d.closing, s)
+			}
 		}
+		d.p.Close()
 	}
-	d.p.Close()
 	d.mu.Unlock()
-	// Closing the fds also removes them from the (closed) poller's interest list.
-	for _, s := range live {
+	// Closing the fds also removes them from the (closed) poller's interest list. A
+	// waker that calls runtime.Goexit ends this goroutine in the middle; the runtime's
+	// shutdown goes on on a new one and calls shutdown again, which resumes here.
+	for {
+		d.mu.Lock()
+		if len(d.closing) == 0 {
+			d.closing = nil
+			d.mu.Unlock()
+			return
+		}
+		s := d.closing[0]
+		d.closing[0] = nil
+		d.closing = d.closing[1:]
+		d.mu.Unlock()
 		s.close()
 	}
 }

@@ -217,9 +217,9 @@ func (s *scheduledIO) close() bool {
 	if s.refs.Load() == closingBit {
 		s.release()
 	}
-	for _, w := range wakers {
-		w.Wake()
-	}
+	// Wakers are user code: wakeAll wakes every one even if some panic (and reports
+	// the panic), so a Close or the runtime's shutdown is not cut short by one.
+	wakeAll(wakers)
 	return true
 }
 

@@ -226,3 +226,37 @@ func TestTCPDriverSurvivesHostileWakers(t *testing.T) {
 		}
 	})
 }
+
+// Runtime Close with a socket whose waiting operation has a panicking waker still
+// closes every socket.
+func TestTCPRuntimeCloseWithHostileWaker(t *testing.T) {
+	netWatchdog(t, 30*time.Second)
+	base := openFDs(t)
+	rt, err := New(Config{Workers: 1, Backend: BackendEpoll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hostile := range []func(){func() { panic("waker panics at close") }, runtime.Goexit} {
+		cx := NewContext(rt, WakerFunc(hostile))
+		if _, ok := l.Accept().Poll(cx); ok {
+			t.Fatal("accept ready without a connection")
+		}
+		l2, err := ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := l2.Accept().Poll(NewContext(rt, WakerFunc(hostile))); ok {
+			t.Fatal("accept ready without a connection")
+		}
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := openFDs(t); n > base {
+		t.Fatalf("%d descriptors open after Close, %d before", n, base)
+	}
+}
