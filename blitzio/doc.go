@@ -168,8 +168,10 @@
 // from a producer: an idle runtime with idle connections uses no CPU, and an idle
 // connection holds no buffer (bytes go from the kernel into the caller's buffer when the
 // socket is readable). Runtime.Backend reports the backend in use and why the automatic
-// choice fell back. Networking is implemented on Linux today; the other platforms build
-// and run the scheduler.
+// choice fell back. The sockets are built for Linux, macOS and FreeBSD (tested on Linux;
+// on the BSDs the kqueue driver serves them, compiled but not exercised here; '@' abstract
+// Unix names are Linux-only); elsewhere (Windows) the package builds and runs the
+// scheduler, timers and blocking pool, without sockets.
 //
 // # Shutdown
 //

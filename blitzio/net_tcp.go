@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin || freebsd
 
 package blitzio
 
@@ -177,7 +177,7 @@ func (l *TCPListener) PollAccept(cx *Context) (Result[Accepted], bool) {
 func (l *TCPListener) pollAccept(cx *Context, w *Waker) (Result[Accepted], bool) {
 	var sa unix.Sockaddr
 	nfd, err, ok := l.fd.pollIO(cx, dirRead, w, func(fd int) (int, error) {
-		n, s, err := unix.Accept4(fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		n, s, err := sysAccept(fd)
 		if err == unix.ECONNABORTED {
 			return -1, unix.EINTR // the peer gave up before we took it: try the next one
 		}

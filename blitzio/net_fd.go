@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin || freebsd
 
 package blitzio
 
@@ -305,7 +305,7 @@ func inetFamily(network string, ip net.IP) (family int, dualStack bool, err erro
 }
 
 var ipv6Once = sync.OnceValue(func() bool {
-	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := newSocket(unix.AF_INET6, unix.SOCK_STREAM, 0)
 	if err != nil {
 		return false
 	}
@@ -314,12 +314,3 @@ var ipv6Once = sync.OnceValue(func() bool {
 })
 
 func ipv6Supported() bool { return ipv6Once() }
-
-// newSocket opens a non-blocking, close-on-exec socket.
-func newSocket(family, sotype, proto int) (int, error) {
-	fd, err := unix.Socket(family, sotype|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
-	if err != nil {
-		return -1, os.NewSyscallError("socket", err)
-	}
-	return fd, nil
-}

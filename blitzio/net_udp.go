@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin || freebsd
 
 package blitzio
 
@@ -208,7 +208,9 @@ func (c *UDPConn) SetMulticastLoopback(on bool) error {
 	if c.fd.family == unix.AF_INET6 {
 		return c.setInt(unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_LOOP, boolInt(on))
 	}
-	return c.setInt(unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP, boolInt(on))
+	return c.fd.opError("set", "setsockopt", c.fd.control(func(fd int) error {
+		return setMulticastLoopV4(fd, on)
+	}))
 }
 
 // JoinGroup joins the multicast group on ifi (nil: the system's choice). The group's
@@ -229,16 +231,7 @@ func (c *UDPConn) membership(ifi *net.Interface, group net.IP, join bool) error 
 	}
 	err := c.fd.control(func(fd int) error {
 		if g4 := group.To4(); g4 != nil && c.fd.family == unix.AF_INET {
-			mreq := &unix.IPMreqn{}
-			copy(mreq.Multiaddr[:], g4)
-			if ifi != nil {
-				mreq.Ifindex = int32(ifi.Index)
-			}
-			opt := unix.IP_ADD_MEMBERSHIP
-			if !join {
-				opt = unix.IP_DROP_MEMBERSHIP
-			}
-			return unix.SetsockoptIPMreqn(fd, unix.IPPROTO_IP, opt, mreq)
+			return joinGroupV4(fd, ifi, g4, join)
 		}
 		if c.fd.family != unix.AF_INET6 || group.To4() != nil {
 			return &net.AddrError{Err: "multicast group family does not match the socket", Addr: group.String()}

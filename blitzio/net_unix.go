@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin || freebsd
 
 package blitzio
 
@@ -108,7 +108,7 @@ type unixAcceptFuture struct {
 
 func (f *unixAcceptFuture) Poll(cx *Context) (Result[*UnixStream], bool) {
 	nfd, err, ok := f.l.fd.pollIO(cx, dirRead, &f.w, func(fd int) (int, error) {
-		n, _, err := unix.Accept4(fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		n, _, err := sysAccept(fd)
 		if err == unix.ECONNABORTED {
 			return -1, unix.EINTR
 		}

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin || freebsd
 
 package blitzio
 
@@ -232,7 +232,7 @@ func (s *TCPStream) SetKeepAliveConfig(c net.KeepAliveConfig) error {
 	}
 	secs := func(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
 	if c.Idle > 0 {
-		if err := s.setInt(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, secs(c.Idle)); err != nil {
+		if err := s.setInt(unix.IPPROTO_TCP, tcpKeepIdle, secs(c.Idle)); err != nil {
 			return err
 		}
 	}
