@@ -168,7 +168,7 @@ func runEchoClients(b *testing.B, srv benchServer, conns, msg int) {
 // BenchmarkEcho compares echo throughput of a blitzio server (per backend) with a
 // goroutine-per-connection net server, in the same run, with the same client.
 func BenchmarkEcho(b *testing.B) {
-	for _, conns := range []int{100} {
+	for _, conns := range []int{100, 1000} {
 		for _, msg := range []int{128, 4096} {
 			name := fmt.Sprintf("conns=%d/msg=%d", conns, msg)
 			for _, be := range netBackends {
