@@ -24,9 +24,8 @@ const (
 	DefaultBlockingKeepAlive  = 10 * time.Second
 )
 
-// Backend selects the platform I/O driver the runtime will use for networking and files
-// (they arrive in later versions; the runtime records the choice now so configuration
-// written today keeps working).
+// Backend selects the platform I/O driver the runtime uses for its sockets. Runtime.Backend
+// reports the one in use and, for BackendAuto, why it fell back from the best one.
 type Backend uint8
 
 // The I/O backends. BackendAuto picks the best one the platform has: io_uring, then epoll
