@@ -173,6 +173,35 @@
 // counter extrapolated from a recent monotonic reading, with a margin that makes it never
 // early, at 10 ns instead of Go's 26 ns monotonic read here.
 //
+// # Networking and the I/O driver
+//
+// Sockets live in this package, not in a subpackage: a server needs one import and reads
+// like Go's net (blitzio.ListenTCP, blitzio.DialTCP, blitzio.TCPStream beside
+// net.TCPAddr), and no name forces an alias for a standard package imported in the same
+// file (a "net" subpackage would clash with net; the addresses, errors and
+// net.KeepAliveConfig are the standard ones). Every operation is a future
+// (Accept, Read, ReadFull, Write, WriteAll, WriteVectored, Peek, Readable, Writable,
+// DialTCP, Dial), with a Poll form (PollRead, PollWrite, PollAccept) for hand-written
+// state machines that allocates nothing. Dropping an unfinished operation leaves the
+// socket as if it had not started: the system call runs only inside the Poll that
+// reports its result. Errors are *net.OpError around *os.SyscallError around the errno,
+// so errors.Is(err, syscall.ECONNRESET) and errors.Is(err, net.ErrClosed) work, and an
+// expired Timeout is a net.Error with Timeout() true.
+//
+// The I/O driver has three layers: the platform pollers (internal/poller: epoll,
+// io_uring, kqueue, a portable fallback) that know system calls but no futures; the
+// driver (io_driver.go, io_scheduled.go) that keeps per-socket readiness and waiters and
+// is polled by the workers; and the sockets on top. Workers take ready events between
+// tasks (a try-lock and a zero timeout) and the worker that parks with the driver free
+// blocks in epoll_wait (or io_uring_enter) until an event, its timer deadline, or a wake
+// from a producer: an idle runtime with idle connections uses no CPU, and an idle
+// connection holds no buffer (bytes go from the kernel into the caller's buffer when the
+// socket is readable). Runtime.Backend reports the backend in use and why the automatic
+// choice fell back. The sockets are built for Linux, macOS and FreeBSD (tested on Linux;
+// on the BSDs the kqueue driver serves them, compiled but not exercised here; '@' abstract
+// Unix names are Linux-only); elsewhere (Windows) the package builds and runs the
+// scheduler, timers and blocking pool, without sockets.
+//
 // # Shutdown
 //
 // Close or Shutdown(ctx) cancels and drops every task, cancels queued blocking jobs,

@@ -2,9 +2,8 @@ module github.com/blitzgo/blitz/blitzio
 
 go 1.25.0
 
-require github.com/blitzgo/blitz/shared/lockfree v0.1.0
-
 require (
+	github.com/blitzgo/blitz/shared/lockfree v0.1.0
 	golang.org/x/sync v0.19.0
 	golang.org/x/sys v0.47.0
 )

@@ -24,9 +24,8 @@ const (
 	DefaultBlockingKeepAlive  = 10 * time.Second
 )
 
-// Backend selects the platform I/O driver the runtime will use for networking and files
-// (they arrive in later versions; the runtime records the choice now so configuration
-// written today keeps working).
+// Backend selects the platform I/O driver the runtime uses for its sockets. Runtime.Backend
+// reports the one in use and, for BackendAuto, why it fell back from the best one.
 type Backend uint8
 
 // The I/O backends. BackendAuto picks the best one the platform has: io_uring, then epoll
@@ -144,6 +143,8 @@ type Runtime struct {
 	// timerDriver is the id of the parked worker driving timers, or -1.
 	timerDriver atomic.Int32
 	blocking    blockingPool
+	// io is the I/O driver (see ioDriver); never nil after New.
+	io *ioDriver
 
 	start time.Time // for the real clock: monotonic origin
 	// startOffset is start - procStart, so the fast clock (sinceProcStart) gives elapsed
@@ -181,7 +182,12 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.BlockingKeepAlive == 0 {
 		cfg.BlockingKeepAlive = DefaultBlockingKeepAlive
 	}
+	drv, err := openDriver(cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
 	rt := &Runtime{
+		io:       drv,
 		cfg:      cfg,
 		start:    time.Now(),
 		done:     make(chan struct{}),
@@ -348,6 +354,15 @@ func (rt *Runtime) unparkOne() {
 		// from waking more workers for the same burst.
 		rt.idle.searching.Add(1)
 		rt.workers[id].unpark <- struct{}{}
+		rt.wakeIOPoller(id)
+	}
+}
+
+// wakeIOPoller wakes worker id out of the I/O driver if it parked there. The worker
+// publishes polling before it sets its parked bit, so whoever cleared that bit reads it.
+func (rt *Runtime) wakeIOPoller(id int) {
+	if rt.io.polling.Load() == int32(id) {
+		rt.io.wake()
 	}
 }
 
@@ -356,6 +371,7 @@ func (rt *Runtime) unparkWorker(id int) bool {
 	if rt.idle.clear(id) {
 		rt.idle.searching.Add(1)
 		rt.workers[id].unpark <- struct{}{}
+		rt.wakeIOPoller(id)
 		return true
 	}
 	return false
@@ -428,6 +444,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 	if first {
 		rt.closed.Store(true)
 		close(rt.done)
+		rt.io.wake() // a worker parked in the I/O driver does not watch done
 		go rt.shutdownTasks()
 	}
 	select {
@@ -523,6 +540,8 @@ func (rt *Runtime) dropRemaining() {
 	// queue; clear it so the runtime holds no task.
 	rt.dropInjected()
 	rt.timers.clear()
+	// Close every socket still open (and the poller): Close returning means no fd left.
+	rt.io.shutdown()
 	returned = true
 	close(rt.finished)
 }

@@ -34,6 +34,8 @@ type worker struct {
 	rng       lockfree.XorShift64Star
 	unpark    chan struct{} // capacity 1: a token from whoever cleared our parked bit
 	timer     *time.Timer
+	// ioWakers is the buffer of the I/O driver's turns made by this worker.
+	ioWakers []Waker
 
 	globalInterval uint32
 	// statStart is the real monotonic time (sinceProcStart) at the last interval
@@ -68,6 +70,9 @@ func (w *worker) run() {
 	rt := w.rt
 	for !rt.closed.Load() {
 		h := w.nextTask()
+		if h == nil && rt.io.pollNow(&w.ioWakers) > 0 {
+			continue // I/O readiness woke tasks (into the injection queue)
+		}
 		if h == nil {
 			h = w.search()
 		}
@@ -136,6 +141,9 @@ func (w *worker) maintenance() {
 		w.globalInterval = max(iv, minGlobalInterval)
 	}
 	w.statStart, w.statPolls = now, 0
+	// Between tasks, every globalInterval ticks: take the I/O events that are ready
+	// without waiting, so a busy runtime still serves its sockets.
+	rt.io.pollNow(&w.ioWakers)
 	if rt.testClock == nil && rt.timers.due(nowTick(rt.elapsed())) {
 		rt.processTimers(true) // never wait for the lock between tasks
 	}
@@ -291,8 +299,24 @@ func (w *worker) park() {
 	// parks only until the next deadline ("worker 0 or the parked worker with
 	// the nearest deadline"); the others park without a timeout.
 	driver := rt.testClock == nil && rt.timers.active.Load() && rt.timerDriver.CompareAndSwap(-1, int32(w.id))
+	// I/O duty: the worker that wins the driver's try-lock parks inside the Poller
+	// (epoll_wait, io_uring_enter) instead of on its channel. It publishes polling
+	// before its parked bit, so a producer that clears the bit also sees that it must
+	// call Poller.Wake (Runtime.wakeIOPoller).
+	ioPoll := rt.io.pollMu.TryLock()
+	if ioPoll {
+		rt.io.polling.Store(int32(w.id))
+	}
+	releaseIO := func() {
+		if ioPoll {
+			rt.io.polling.Store(-1)
+			rt.io.pollMu.Unlock()
+			ioPoll = false
+		}
+	}
 	rt.idle.setParked(w.id)
 	if rt.closed.Load() || rt.hasWork() || (!driver && rt.timers.active.Load() && rt.testClock == nil && rt.timerDriver.Load() < 0) {
+		releaseIO()
 		if !rt.idle.clear(w.id) {
 			<-w.unpark // someone cleared our bit and counted us as searching
 			w.searching = true
@@ -303,6 +327,7 @@ func (w *worker) park() {
 		return
 	}
 	var timeout <-chan time.Time
+	ioTimeout := time.Duration(-1)
 	if driver {
 		// Take the pending registrations into the wheel first. One pushed after this drain
 		// reads parkedUntil after its push: still MaxInt64 (from our release) or the value
@@ -316,6 +341,7 @@ func (w *worker) park() {
 			// giving up the parked bit and the timer duty: a waker that calls
 			// runtime.Goexit ends this goroutine in wakeAll (run replaces the worker), and
 			// must not leave either held, or no worker would drive the timers again.
+			releaseIO()
 			if !rt.idle.clear(w.id) {
 				<-w.unpark // someone cleared our bit and counted us as searching
 				w.searching = true
@@ -327,31 +353,51 @@ func (w *worker) park() {
 		if ok {
 			rt.timers.parkedUntil.Store(int64(next))
 			d := parkDuration(next, nowTick(rt.elapsed()))
-			if w.timer == nil {
-				w.timer = time.NewTimer(d)
+			if ioPoll {
+				ioTimeout = d
 			} else {
-				w.timer.Reset(d)
+				if w.timer == nil {
+					w.timer = time.NewTimer(d)
+				} else {
+					w.timer.Reset(d)
+				}
+				timeout = w.timer.C
 			}
-			timeout = w.timer.C
 		}
 	}
-	select {
-	case <-w.unpark:
-		w.searching = true
-	case <-rt.done:
-	case <-timeout:
+	if ioPoll {
+		// Blocks until an I/O event, the timer deadline, or a Wake (a producer cleared
+		// our parked bit, or shutdown began). turn clears polling before it wakes the
+		// tasks it found, so their scheduling does not Wake us again for nothing.
+		w.ioWakers = rt.io.turn(ioTimeout, w.id, w.ioWakers[:0])
+		releaseIO()
 		if !rt.idle.clear(w.id) {
-			<-w.unpark
+			<-w.unpark // someone cleared our bit and counted us as searching
 			w.searching = true
 		}
-	}
-	if w.timer != nil {
-		w.timer.Stop()
+	} else {
+		select {
+		case <-w.unpark:
+			w.searching = true
+		case <-rt.done:
+		case <-timeout:
+			if !rt.idle.clear(w.id) {
+				<-w.unpark
+				w.searching = true
+			}
+		}
+		if w.timer != nil {
+			w.timer.Stop()
+		}
 	}
 	if driver {
 		rt.releaseTimerDriver()
 		rt.processTimers(false)
 	}
+	// Wake the tasks whose sockets became ready last, holding nothing: a waker that
+	// panics is reported, one that calls runtime.Goexit ends this goroutine (run
+	// replaces the worker) without leaving the driver, timer duty or parked bit held.
+	w.ioWakers = wakeIO(w.ioWakers)
 }
 
 // maxParkDuration caps a timer driver's park: a deadline decades away must not overflow

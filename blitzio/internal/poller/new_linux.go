@@ -1,0 +1,6 @@
+//go:build linux
+
+package poller
+
+// NewKqueue is not available on Linux.
+func NewKqueue() (Poller, error) { return nil, unsupported("kqueue") }

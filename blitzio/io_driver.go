@@ -1,0 +1,221 @@
+package blitzio
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/blitzgo/blitz/blitzio/internal/poller"
+)
+
+// ioDriver is the runtime's I/O driver: it owns the platform Poller, maps the tokens of
+// its events to scheduledIO entries, and wakes the tasks waiting on them.
+//
+// Who polls: a worker that runs out of tasks, and every few scheduler ticks a busy one,
+// polls without waiting (turn with timeout 0, under a try-lock: if another worker is
+// polling, skip). A worker that parks and wins the try-lock blocks in the Poller instead
+// of on its channel, with the next timer deadline as timeout; producers that unpark it
+// call Poller.Wake (see Runtime.unparkOne).
+//
+// Tokens: slot index in the low 32 bits, slot generation (>= 1) in the high 32 bits. A
+// slot's generation moves on every time it is freed, so an event still queued for a
+// closed fd whose number (and slot) was reused does not match the new owner's token and
+// is dropped.
+type ioDriver struct {
+	p       poller.Poller
+	backend Backend
+	reason  string // why BackendAuto fell back, "" otherwise
+
+	// pollMu is held by the goroutine inside p.Poll (TryLock only, never waited for).
+	pollMu sync.Mutex
+	events []poller.Event // guarded by pollMu
+	// polling is the id of the worker blocked in p.Poll as part of parking, or -1.
+	polling atomic.Int32
+	// parkedTurns counts the blocking polls of parked workers that returned (tests use
+	// it to check that an idle runtime does not wake up).
+	parkedTurns atomic.Uint64
+
+	mu     sync.RWMutex
+	slots  []*scheduledIO
+	gens   []uint32
+	free   []uint32
+	closed bool
+	// closing holds the sockets shutdown has still to close.
+	closing []*scheduledIO
+	live    atomic.Int64
+}
+
+const ioEventBatch = 256
+
+// errNoNetwork is wrapped by Register errors of the portable backend.
+var errDriverClosed = errors.New("blitzio: I/O driver closed")
+
+func newIODriver(p poller.Poller, b Backend, reason string) *ioDriver {
+	d := &ioDriver{p: p, backend: b, reason: reason, events: make([]poller.Event, ioEventBatch)}
+	d.polling.Store(-1)
+	return d
+}
+
+// register adds fd to the driver (both directions, edge-triggered) and returns its
+// state. The state starts out not ready: registering an fd that is already readable or
+// writable queues an event for it at once (epoll and kqueue both report the current
+// state on registration), so no edge is lost, and Readable/Writable never report a
+// readiness nobody saw.
+func (d *ioDriver) register(fd int) (*scheduledIO, error) {
+	s := &scheduledIO{drv: d, fd: fd}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, errDriverClosed
+	}
+	var idx uint32
+	if n := len(d.free); n > 0 {
+		idx = d.free[n-1]
+		d.free = d.free[:n-1]
+	} else {
+		idx = uint32(len(d.slots))
+		d.slots = append(d.slots, nil)
+		d.gens = append(d.gens, 1)
+	}
+	s.token = uint64(d.gens[idx])<<32 | uint64(idx)
+	// Register under the lock: shutdown sets closed and takes its snapshot of the slots
+	// under it, so a registration either is in that snapshot (and gets closed) or sees
+	// closed; and the poller is never used after shutdown closed it (its fd number could
+	// belong to someone else by then).
+	if err := d.p.Register(fd, s.token, poller.Read|poller.Write); err != nil {
+		d.free = append(d.free, idx)
+		d.mu.Unlock()
+		return nil, err
+	}
+	d.slots[idx] = s
+	d.live.Add(1)
+	d.mu.Unlock()
+	return s, nil
+}
+
+func (d *ioDriver) freeSlot(s *scheduledIO) {
+	idx := uint32(s.token)
+	d.mu.Lock()
+	if int(idx) < len(d.slots) && d.slots[idx] == s {
+		d.slots[idx] = nil
+		g := d.gens[idx] + 1
+		if g == 0 || g == 0xFFFF_FFFF {
+			g = 1
+		}
+		d.gens[idx] = g
+		d.free = append(d.free, idx)
+	}
+	d.mu.Unlock()
+}
+
+// deregister removes s from the poller and frees its slot (from scheduledIO.release).
+func (d *ioDriver) deregister(s *scheduledIO) {
+	d.mu.RLock()
+	if !d.closed {
+		// After the poller closed its fd number may be reused: never touch it then.
+		d.p.Deregister(s.fd, s.token)
+	}
+	d.mu.RUnlock()
+	d.freeSlot(s)
+	d.live.Add(-1)
+}
+
+// turn polls once with timeout (the caller holds pollMu), marks the sockets that became
+// ready, and appends their waiters to buf. The caller wakes them (wakeIO) after it has
+// released pollMu and anything else it holds: a waker is user code that may panic or
+// call runtime.Goexit, and must not leave the driver locked.
+func (d *ioDriver) turn(timeout time.Duration, parkedWorker int, buf []Waker) []Waker {
+	n, err := d.p.Poll(d.events, timeout)
+	if parkedWorker >= 0 {
+		d.polling.Store(-1)
+		d.parkedTurns.Add(1)
+	}
+	if err != nil || n == 0 {
+		return buf
+	}
+	d.mu.RLock()
+	for _, ev := range d.events[:n] {
+		if ev.Op != poller.OpReady {
+			continue
+		}
+		idx := uint32(ev.Token)
+		if int(idx) >= len(d.slots) {
+			continue
+		}
+		s := d.slots[idx]
+		if s == nil || s.token != ev.Token {
+			continue // stale: the fd was closed (and maybe reused) after the event
+		}
+		if s.setReadiness(ev.Ready) {
+			buf = s.takeWaiters(ev.Ready, buf)
+		}
+	}
+	d.mu.RUnlock()
+	return buf
+}
+
+// wakeIO wakes the waiters a turn collected (every one, even if some panic; see
+// wakeAll) and clears buf for reuse.
+func wakeIO(buf []Waker) []Waker {
+	if len(buf) > 0 {
+		wakeAll(buf)
+		clear(buf)
+	}
+	return buf[:0]
+}
+
+// pollNow is the between-tasks poll: zero timeout, skipped if another goroutine polls.
+// It reports how many tasks it woke.
+func (d *ioDriver) pollNow(buf *[]Waker) int {
+	if d.live.Load() == 0 || !d.pollMu.TryLock() {
+		return 0
+	}
+	*buf = d.turn(0, -1, (*buf)[:0])
+	d.pollMu.Unlock()
+	n := len(*buf)
+	*buf = wakeIO(*buf)
+	return n
+}
+
+// wake makes a parked poller return.
+func (d *ioDriver) wake() { d.p.Wake() }
+
+// shutdown closes every registered socket and then the poller (Runtime shutdown, after
+// the workers have exited, so nobody is inside Poll).
+func (d *ioDriver) shutdown() {
+	d.mu.Lock()
+	if !d.closed {
+		d.closed = true // from here register fails and deregister leaves the poller alone
+		for _, s := range d.slots {
+			if s != nil {
+				d.closing = append(d.closing, s)
+			}
+		}
+		d.p.Close()
+	}
+	d.mu.Unlock()
+	// Closing the fds also removes them from the (closed) poller's interest list. A
+	// waker that calls runtime.Goexit ends this goroutine in the middle; the runtime's
+	// shutdown goes on on a new one and calls shutdown again, which resumes here.
+	for {
+		d.mu.Lock()
+		if len(d.closing) == 0 {
+			d.closing = nil
+			d.mu.Unlock()
+			return
+		}
+		s := d.closing[0]
+		d.closing[0] = nil
+		d.closing = d.closing[1:]
+		d.mu.Unlock()
+		s.close()
+	}
+}
+
+// BackendError is the error New returns (wrapping ErrBackendUnavailable) when the
+// backend Config.Backend names cannot be set up; Reason says why.
+func backendUnavailable(b Backend, reason error) error {
+	return fmt.Errorf("%w: %w: Config.Backend = %v: %w", ErrInvalidConfig, ErrBackendUnavailable, b, reason)
+}

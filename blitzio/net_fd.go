@@ -1,0 +1,316 @@
+//go:build linux || darwin || freebsd
+
+package blitzio
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrOtherRuntime is returned (inside a *net.OpError) when a socket registered with one
+// Runtime is used from a task or BlockOn of another: its readiness is delivered by the
+// first runtime's driver only.
+var ErrOtherRuntime = errors.New("blitzio: socket belongs to another runtime")
+
+// errNoRuntime is returned when a socket is first used from a Context without a Runtime
+// (NewContext(nil, ...)): there is no driver to register it with.
+var errNoRuntime = errors.New("blitzio: socket operation polled without a runtime (use BlockOn or a task)")
+
+// netFD is a non-blocking socket and its registration with a runtime's I/O driver.
+//
+// A socket made outside a task (ListenTCP, ListenUDP...) is registered lazily, by the
+// first operation polled on it, with that operation's runtime: so a listener can be
+// created before the runtime that serves it, and reads like net.ListenTCP.
+type netFD struct {
+	fd     int
+	family int
+	sotype int
+	net    string
+	laddr  net.Addr
+	raddr  net.Addr
+
+	bindMu sync.Mutex
+	sio    atomic.Pointer[scheduledIO]
+	closed atomic.Bool
+}
+
+func newNetFD(fd, family, sotype int, network string) *netFD {
+	return &netFD{fd: fd, family: family, sotype: sotype, net: network}
+}
+
+// bind returns the driver state, registering the socket with cx's runtime on first use.
+func (fd *netFD) bind(cx *Context) (*scheduledIO, error) {
+	if s := fd.sio.Load(); s != nil {
+		if cx.rt != nil && s.drv != cx.rt.io {
+			return nil, ErrOtherRuntime
+		}
+		return s, nil
+	}
+	if cx.rt == nil {
+		return nil, errNoRuntime
+	}
+	return fd.bindTo(cx.rt)
+}
+
+func (fd *netFD) bindTo(rt *Runtime) (*scheduledIO, error) {
+	fd.bindMu.Lock()
+	defer fd.bindMu.Unlock()
+	if fd.closed.Load() {
+		return nil, net.ErrClosed
+	}
+	if s := fd.sio.Load(); s != nil {
+		if s.drv != rt.io {
+			return nil, ErrOtherRuntime
+		}
+		return s, nil
+	}
+	if rt.closed.Load() {
+		return nil, ErrRuntimeClosed
+	}
+	s, err := rt.io.register(fd.fd)
+	if err != nil {
+		if errors.Is(err, errDriverClosed) {
+			return nil, ErrRuntimeClosed
+		}
+		return nil, err
+	}
+	fd.sio.Store(s)
+	return s, nil
+}
+
+// Close closes the socket. Operations waiting on it (in other tasks) fail with
+// net.ErrClosed; one inside a system call finishes it first, and the descriptor is
+// closed after it, so no operation ever touches a reused descriptor number.
+func (fd *netFD) Close() error {
+	if !fd.closed.CompareAndSwap(false, true) {
+		return net.ErrClosed
+	}
+	fd.bindMu.Lock()
+	s := fd.sio.Load()
+	fd.bindMu.Unlock()
+	if s == nil {
+		closeFD(fd.fd)
+		return nil
+	}
+	s.close() // false when the runtime's shutdown closed it already: fine
+	return nil
+}
+
+// control runs f on the descriptor, which stays open meanwhile.
+func (fd *netFD) control(f func(int) error) error {
+	if fd.closed.Load() {
+		return net.ErrClosed
+	}
+	if s := fd.sio.Load(); s != nil {
+		if !s.incref() {
+			return net.ErrClosed
+		}
+		defer s.decref()
+		return f(s.fd)
+	}
+	fd.bindMu.Lock()
+	defer fd.bindMu.Unlock()
+	if fd.closed.Load() {
+		return net.ErrClosed
+	}
+	if s := fd.sio.Load(); s != nil { // bound meanwhile
+		if !s.incref() {
+			return net.ErrClosed
+		}
+		defer s.decref()
+	}
+	return f(fd.fd)
+}
+
+// ioOp is one non-blocking system call on the descriptor.
+type ioOp func(fd int) (int, error)
+
+// pollIO runs op once the socket is ready in direction d, retrying on EAGAIN after
+// clearing the readiness it saw. pending is false when the result is final. A pending
+// result has left cx's waker registered; *w records it for the future's Drop.
+func (fd *netFD) pollIO(cx *Context, d direction, w *Waker, op ioOp) (n int, err error, ready bool) {
+	s, err := fd.bind(cx)
+	if err != nil {
+		return 0, err, true
+	}
+	for {
+		ev, ok := s.pollReady(cx, d)
+		if !ok {
+			*w = cx.Waker()
+			return 0, nil, false
+		}
+		if ev&shutdownBit != 0 {
+			return 0, net.ErrClosed, true
+		}
+		if cx.budgetSpent() {
+			// Spent budget: yield before the system call, so that no bytes are taken
+			// by a poll that then cannot report them.
+			cx.wakeSelfYield()
+			return 0, nil, false
+		}
+		if !s.incref() {
+			return 0, net.ErrClosed, true
+		}
+		n, err = op(s.fd)
+		s.decref()
+		switch err {
+		case unix.EAGAIN:
+			mask := readInterestClear
+			if d == dirWrite {
+				mask = writeInterestClear
+			}
+			s.clearReadiness(ev, mask)
+			continue
+		case unix.EINTR:
+			continue
+		}
+		cx.ConsumeBudget()
+		return n, err, true
+	}
+}
+
+// forget removes the waker a pending operation left (its future's Drop).
+func (fd *netFD) forget(d direction, w *Waker) {
+	if w.IsZero() {
+		return
+	}
+	if s := fd.sio.Load(); s != nil {
+		s.removeWaiter(d, *w)
+	}
+	*w = Waker{}
+}
+
+// opError builds the error Go's net package would: a *net.OpError around an
+// *os.SyscallError around the errno, so errors.Is(err, syscall.ECONNRESET) and
+// errors.Is(err, net.ErrClosed) work.
+func (fd *netFD) opError(op, sys string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) && !isSyscallError(err) {
+		err = os.NewSyscallError(sys, errno)
+	}
+	src, addr := fd.laddr, fd.raddr
+	if addr == nil { // a listener or an unconnected datagram socket: name the local side
+		src, addr = nil, fd.laddr
+	}
+	return &net.OpError{Op: op, Net: fd.net, Source: src, Addr: addr, Err: err}
+}
+
+func isSyscallError(err error) bool {
+	var se *os.SyscallError
+	return errors.As(err, &se)
+}
+
+// ---- addresses ----
+
+func ipZoneToSockaddr(family int, ip net.IP, port int, zone string) (unix.Sockaddr, error) {
+	if family == unix.AF_INET {
+		ip4 := ip.To4()
+		if ip == nil || len(ip) == 0 {
+			ip4 = net.IPv4zero.To4()
+		}
+		if ip4 == nil {
+			return nil, &net.AddrError{Err: "non-IPv4 address", Addr: ip.String()}
+		}
+		sa := &unix.SockaddrInet4{Port: port}
+		copy(sa.Addr[:], ip4)
+		return sa, nil
+	}
+	ip6 := ip.To16()
+	if ip == nil || len(ip) == 0 {
+		ip6 = net.IPv6zero
+	}
+	if ip6 == nil {
+		return nil, &net.AddrError{Err: "non-IPv6 address", Addr: ip.String()}
+	}
+	sa := &unix.SockaddrInet6{Port: port}
+	copy(sa.Addr[:], ip6)
+	if zone != "" {
+		if id, err := strconv.Atoi(zone); err == nil {
+			sa.ZoneId = uint32(id)
+		} else if ifi, err := net.InterfaceByName(zone); err == nil {
+			sa.ZoneId = uint32(ifi.Index)
+		} else {
+			return nil, &net.AddrError{Err: "unknown zone", Addr: zone}
+		}
+	}
+	return sa, nil
+}
+
+func zoneName(id uint32) string {
+	if id == 0 {
+		return ""
+	}
+	if ifi, err := net.InterfaceByIndex(int(id)); err == nil {
+		return ifi.Name
+	}
+	return strconv.Itoa(int(id))
+}
+
+func sockaddrToTCP(sa unix.Sockaddr) *net.TCPAddr {
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(netip.AddrFrom4(sa.Addr).AsSlice()), Port: sa.Port}
+	case *unix.SockaddrInet6:
+		return &net.TCPAddr{IP: net.IP(netip.AddrFrom16(sa.Addr).AsSlice()), Port: sa.Port, Zone: zoneName(sa.ZoneId)}
+	}
+	return nil
+}
+
+func sockaddrToUDP(sa unix.Sockaddr) *net.UDPAddr {
+	if a := sockaddrToTCP(sa); a != nil {
+		return &net.UDPAddr{IP: a.IP, Port: a.Port, Zone: a.Zone}
+	}
+	return nil
+}
+
+// inetFamily picks the address family for network ("tcp", "tcp4", "tcp6", and the udp
+// forms) and an address: an IPv4 address or a "4" network gives AF_INET; a wildcard on
+// the plain network gives a dual-stack AF_INET6 socket, as Go's net does.
+func inetFamily(network string, ip net.IP) (family int, dualStack bool, err error) {
+	switch network {
+	case "tcp4", "udp4":
+		if ip != nil && len(ip) > 0 && ip.To4() == nil {
+			return 0, false, &net.AddrError{Err: "non-IPv4 address", Addr: ip.String()}
+		}
+		return unix.AF_INET, false, nil
+	case "tcp6", "udp6":
+		if len(ip) > 0 && ip.To4() != nil && !ip.IsUnspecified() {
+			return 0, false, &net.AddrError{Err: "non-IPv6 address", Addr: ip.String()}
+		}
+		return unix.AF_INET6, false, nil
+	case "tcp", "udp":
+		if ip == nil || len(ip) == 0 || ip.IsUnspecified() {
+			if ipv6Supported() {
+				return unix.AF_INET6, true, nil
+			}
+			return unix.AF_INET, false, nil
+		}
+		if ip.To4() != nil {
+			return unix.AF_INET, false, nil
+		}
+		return unix.AF_INET6, false, nil
+	}
+	return 0, false, net.UnknownNetworkError(network)
+}
+
+var ipv6Once = sync.OnceValue(func() bool {
+	fd, err := newSocket(unix.AF_INET6, unix.SOCK_STREAM, 0)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
+})
+
+func ipv6Supported() bool { return ipv6Once() }

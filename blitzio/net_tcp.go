@@ -1,0 +1,597 @@
+//go:build linux || darwin || freebsd
+
+package blitzio
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ---- listener ----
+
+// ListenConfig holds the options of a listening socket. The zero value is what
+// ListenTCP uses: the system's maximum backlog, SO_REUSEADDR on (as Go's net sets it),
+// SO_REUSEPORT off.
+type ListenConfig struct {
+	// Backlog is the accept queue length passed to listen(2); 0 means the system
+	// maximum (SOMAXCONN).
+	Backlog int
+	// NoReuseAddr turns off SO_REUSEADDR, which is set by default so that a server can
+	// restart while connections of its previous run are in TIME_WAIT.
+	NoReuseAddr bool
+	// ReusePort sets SO_REUSEPORT: several sockets (in one or several processes) may
+	// listen on the same address, and the kernel spreads connections among them.
+	ReusePort bool
+}
+
+// TCPListener is a listening TCP socket served by a Runtime's I/O driver. Its methods
+// are safe for concurrent use; several tasks may Accept at once.
+type TCPListener struct {
+	fd *netFD
+}
+
+// ListenTCP opens a TCP listener on laddr, like net.ListenTCP: network is "tcp", "tcp4"
+// or "tcp6"; a nil laddr or port 0 picks an ephemeral port (see Addr). The listener is
+// attached to the runtime of the first task (or BlockOn) that accepts on it.
+func ListenTCP(network string, laddr *net.TCPAddr) (*TCPListener, error) {
+	return ListenConfig{}.ListenTCP(network, laddr)
+}
+
+// ListenTCP opens a TCP listener with the options of lc; see the package ListenTCP.
+func (lc ListenConfig) ListenTCP(network string, laddr *net.TCPAddr) (*TCPListener, error) {
+	if laddr == nil {
+		laddr = &net.TCPAddr{}
+	}
+	opErr := func(err error) error {
+		return &net.OpError{Op: "listen", Net: network, Addr: laddr, Err: err}
+	}
+	if !isTCPNetwork(network) {
+		return nil, opErr(net.UnknownNetworkError(network))
+	}
+	if lc.Backlog < 0 {
+		return nil, opErr(errors.New("negative ListenConfig.Backlog"))
+	}
+	family, dual, err := inetFamily(network, laddr.IP)
+	if err != nil {
+		return nil, opErr(err)
+	}
+	sa, err := ipZoneToSockaddr(family, laddr.IP, laddr.Port, laddr.Zone)
+	if err != nil {
+		return nil, opErr(err)
+	}
+	s, err := newSocket(family, unix.SOCK_STREAM, unix.IPPROTO_TCP)
+	if err != nil {
+		return nil, opErr(err)
+	}
+	fail := func(sys string, err error) (*TCPListener, error) {
+		unix.Close(s)
+		return nil, opErr(os.NewSyscallError(sys, err))
+	}
+	if family == unix.AF_INET6 {
+		v6only := 1
+		if dual {
+			v6only = 0
+		}
+		if err := unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, v6only); err != nil {
+			return fail("setsockopt", err)
+		}
+	}
+	if !lc.NoReuseAddr {
+		if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+			return fail("setsockopt", err)
+		}
+	}
+	if lc.ReusePort {
+		if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+			return fail("setsockopt", err)
+		}
+	}
+	if err := unix.Bind(s, sa); err != nil {
+		return fail("bind", err)
+	}
+	backlog := lc.Backlog
+	if backlog == 0 || backlog > unix.SOMAXCONN*1024 {
+		backlog = listenBacklog()
+	}
+	if err := unix.Listen(s, backlog); err != nil {
+		return fail("listen", err)
+	}
+	fd := newNetFD(s, family, unix.SOCK_STREAM, network)
+	if lsa, err := unix.Getsockname(s); err == nil {
+		fd.laddr = sockaddrToTCP(lsa)
+	}
+	return &TCPListener{fd: fd}, nil
+}
+
+func isTCPNetwork(network string) bool {
+	return network == "tcp" || network == "tcp4" || network == "tcp6"
+}
+
+// listenBacklog is net.core.somaxconn, as Go's net reads it.
+func listenBacklog() int {
+	b, err := os.ReadFile("/proc/sys/net/core/somaxconn")
+	if err != nil {
+		return unix.SOMAXCONN
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n == 0 {
+		return unix.SOMAXCONN
+	}
+	return min(n, 1<<16-1)
+}
+
+// Addr returns the listener's local address (with the port the system chose).
+func (l *TCPListener) Addr() net.Addr { return l.fd.laddr }
+
+// TCPAddr is Addr as a *net.TCPAddr.
+func (l *TCPListener) TCPAddr() *net.TCPAddr { a, _ := l.fd.laddr.(*net.TCPAddr); return a }
+
+// Close stops listening. Accepts waiting in other tasks fail with an error wrapping
+// net.ErrClosed; connections queued by the kernel and not accepted are reset.
+func (l *TCPListener) Close() error {
+	if err := l.fd.Close(); err != nil {
+		return l.fd.opError("close", "close", err)
+	}
+	return nil
+}
+
+// Accepted is what an accept returns: the connection and its peer's address.
+type Accepted struct {
+	Conn *TCPStream
+	Peer *net.TCPAddr
+}
+
+// acceptBackoff bounds the pause after EMFILE/ENFILE/ENOBUFS/ENOMEM: the listener stops
+// accepting for a while (the connection stays queued in the kernel) and tries again, so
+// that a process out of descriptors keeps serving once some are freed, instead of
+// spinning on the error or failing the server.
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+// acceptBackoffs counts the accept back-offs of the process (read by tests).
+var acceptBackoffs atomic.Int64
+
+// PollAccept is the poll form of Accept for hand-written futures: it accepts a pending
+// connection, or leaves cx's waker registered and reports false.
+func (l *TCPListener) PollAccept(cx *Context) (Result[Accepted], bool) {
+	var w Waker
+	return l.pollAccept(cx, &w)
+}
+
+func (l *TCPListener) pollAccept(cx *Context, w *Waker) (Result[Accepted], bool) {
+	var sa unix.Sockaddr
+	nfd, err, ok := l.fd.pollIO(cx, dirRead, w, func(fd int) (int, error) {
+		n, s, err := sysAccept(fd)
+		if err == unix.ECONNABORTED {
+			return -1, unix.EINTR // the peer gave up before we took it: try the next one
+		}
+		sa = s
+		return n, err
+	})
+	if !ok {
+		return Result[Accepted]{}, false
+	}
+	if err != nil {
+		return Result[Accepted]{Err: l.fd.opError("accept", "accept4", err)}, true
+	}
+	c := newNetFD(nfd, l.fd.family, unix.SOCK_STREAM, l.fd.net)
+	c.raddr = sockaddrToTCP(sa)
+	if lsa, err := unix.Getsockname(nfd); err == nil {
+		c.laddr = sockaddrToTCP(lsa)
+	}
+	unix.SetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	if _, err := c.bindTo(cx.rt); err != nil {
+		unix.Close(nfd)
+		return Result[Accepted]{Err: l.fd.opError("accept", "accept4", err)}, true
+	}
+	return Result[Accepted]{Value: Accepted{Conn: &TCPStream{fd: c}, Peer: c.raddr.(*net.TCPAddr)}}, true
+}
+
+// isResourceExhausted reports the accept errors that mean "out of descriptors or
+// memory": retry later rather than fail.
+func isResourceExhausted(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
+}
+
+// Accept returns a future of the next connection. Dropping it while it waits loses no
+// connection: accept(2) runs only inside a poll that returns the connection. When the
+// process is out of file descriptors (EMFILE, ENFILE) or memory, the future waits and
+// retries (5 ms, doubling up to 1 s) instead of failing: the connection stays queued in
+// the kernel and is served once descriptors are free.
+func (l *TCPListener) Accept() Future[Result[Accepted]] { return &acceptFuture{l: l} }
+
+type acceptFuture struct {
+	l       *TCPListener
+	w       Waker
+	backoff time.Duration
+	sleep   *SleepFuture
+}
+
+func (f *acceptFuture) Poll(cx *Context) (Result[Accepted], bool) {
+	for {
+		if f.sleep != nil {
+			if _, ok := f.sleep.Poll(cx); !ok {
+				return Result[Accepted]{}, false
+			}
+			f.sleep = nil
+		}
+		r, ok := f.l.pollAccept(cx, &f.w)
+		if !ok {
+			return r, false
+		}
+		if r.Err != nil && isResourceExhausted(r.Err) && cx.rt != nil {
+			acceptBackoffs.Add(1)
+			f.backoff = min(max(2*f.backoff, acceptBackoffMin), acceptBackoffMax)
+			f.sleep = Sleep(f.backoff)
+			continue
+		}
+		f.w = Waker{}
+		return r, true
+	}
+}
+
+func (f *acceptFuture) Drop() {
+	f.l.fd.forget(dirRead, &f.w)
+	if f.sleep != nil {
+		f.sleep.Drop()
+		f.sleep = nil
+	}
+}
+
+// ---- stream ----
+
+// TCPStream is a TCP connection served by a Runtime's I/O driver. One task may read
+// while another writes (see Split); several tasks reading at once each get whatever
+// bytes their own read returns. Every operation is a future: dropping one that has not
+// finished leaves the stream as if it had never been started (a read consumes no bytes;
+// a write's bytes are either reported in its result or, for WriteAll, counted by
+// Written). TCP_NODELAY is on by default, as in Go's net.
+type TCPStream struct {
+	fd *netFD
+}
+
+// DialTCP connects to raddr, like net.DialTCP. laddr may be nil. The future owns the
+// socket until it finishes: dropped before, it closes it. Bound its time with Timeout:
+// the error is then a net.Error whose Timeout() is true.
+func DialTCP(network string, laddr, raddr *net.TCPAddr) Future[Result[*TCPStream]] {
+	return &dialFuture{network: network, laddr: laddr, addrs: []*net.TCPAddr{raddr}}
+}
+
+// Dial connects to address ("host:port") on network "tcp", "tcp4" or "tcp6". A host
+// name is resolved with net.DefaultResolver on the runtime's blocking pool, and the
+// addresses are tried in order until one connects.
+func Dial(network, address string) Future[Result[*TCPStream]] {
+	return DialContext(context.Background(), network, address)
+}
+
+// DialContext is Dial with a context: when ctx ends first, the dial fails with an error
+// wrapping ctx.Err() (a net.Error with Timeout() true for a deadline).
+func DialContext(ctx context.Context, network, address string) Future[Result[*TCPStream]] {
+	if ctx == nil {
+		panic("blitzio: DialContext called with a nil context.Context")
+	}
+	return &dialFuture{ctx: ctx, network: network, address: address}
+}
+
+type dialFuture struct {
+	ctx     context.Context
+	network string
+	address string
+	laddr   *net.TCPAddr
+	addrs   []*net.TCPAddr
+	port    int
+
+	resolve  *JoinHandle[Result[[]net.IPAddr]]
+	stopCtx  func() bool
+	ctxWaker *sharedWaker
+	fd       *netFD
+	w        Waker
+	lastErr  error
+	done     bool
+}
+
+// sharedWaker is the waker a context's AfterFunc calls (from any goroutine): the future
+// updates it on each poll, since a combinator may poll it with a different waker.
+type sharedWaker struct {
+	mu sync.Mutex
+	w  Waker
+}
+
+func (s *sharedWaker) set(w Waker) {
+	s.mu.Lock()
+	s.w = w
+	s.mu.Unlock()
+}
+
+func (s *sharedWaker) wake() {
+	s.mu.Lock()
+	w := s.w
+	s.mu.Unlock()
+	w.Wake()
+}
+
+func (f *dialFuture) fail(err error) (Result[*TCPStream], bool) {
+	f.cleanup()
+	var raddr net.Addr
+	if len(f.addrs) > 0 {
+		raddr = f.addrs[0]
+	}
+	var oe *net.OpError
+	if !errors.As(err, &oe) {
+		err = &net.OpError{Op: "dial", Net: f.network, Addr: raddr, Err: err}
+	}
+	return Result[*TCPStream]{Err: err}, true
+}
+
+func (f *dialFuture) cleanup() {
+	f.done = true
+	if f.stopCtx != nil {
+		f.stopCtx()
+		f.stopCtx = nil
+	}
+	if f.resolve != nil {
+		f.resolve.Abort()
+		f.resolve = nil
+	}
+	if f.fd != nil {
+		f.fd.forget(dirWrite, &f.w)
+		f.fd.Close()
+		f.fd = nil
+	}
+}
+
+func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
+	if f.done {
+		return Result[*TCPStream]{Err: &net.OpError{Op: "dial", Net: f.network, Err: net.ErrClosed}}, true
+	}
+	if cx.rt == nil {
+		return f.fail(errNoRuntime)
+	}
+	if !isTCPNetwork(f.network) {
+		return f.fail(net.UnknownNetworkError(f.network))
+	}
+	if f.ctx != nil {
+		if err := f.ctx.Err(); err != nil {
+			return f.fail(mapContextErr(err))
+		}
+		if f.ctx.Done() != nil {
+			if f.ctxWaker == nil {
+				f.ctxWaker = &sharedWaker{}
+				sw := f.ctxWaker
+				f.stopCtx = context.AfterFunc(f.ctx, sw.wake)
+			}
+			f.ctxWaker.set(cx.Waker())
+		}
+	}
+	if f.addrs == nil {
+		if r, ok := f.pollResolve(cx); !ok {
+			return r, false
+		} else if r.Err != nil {
+			return r, true
+		}
+	}
+	for {
+		if f.fd == nil {
+			if len(f.addrs) == 0 {
+				if f.lastErr == nil {
+					f.lastErr = errors.New("no addresses")
+				}
+				return f.fail(f.lastErr)
+			}
+			if err := f.start(cx); err != nil {
+				f.lastErr = err
+				f.addrs = f.addrs[1:]
+				continue
+			}
+		}
+		// Wait for the connect to finish: the socket turns writable.
+		_, err, ok := f.fd.pollIO(cx, dirWrite, &f.w, func(fd int) (int, error) {
+			v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+			if err != nil {
+				return 0, err
+			}
+			switch syscall.Errno(v) {
+			case 0, unix.EISCONN:
+				// No pending error can also mean "still connecting" (a spurious
+				// wake): only a peer address says the connection is made.
+				rsa, err := unix.Getpeername(fd)
+				if err == unix.ENOTCONN {
+					return 0, unix.EAGAIN
+				}
+				if err == nil {
+					f.fd.raddr = sockaddrToTCP(rsa)
+				}
+				return 0, err
+			case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
+				return 0, unix.EAGAIN
+			}
+			return 0, syscall.Errno(v)
+		})
+		if !ok {
+			return Result[*TCPStream]{}, false
+		}
+		if err != nil {
+			f.lastErr = f.fd.opError("dial", "connect", err)
+			f.fd.forget(dirWrite, &f.w)
+			f.fd.Close()
+			f.fd = nil
+			f.addrs = f.addrs[1:]
+			continue
+		}
+		if lsa, err := unix.Getsockname(f.fd.fd); err == nil {
+			f.fd.laddr = sockaddrToTCP(lsa)
+		}
+		s := &TCPStream{fd: f.fd}
+		f.fd = nil
+		f.w = Waker{}
+		f.cleanup()
+		return Result[*TCPStream]{Value: s}, true
+	}
+}
+
+func mapContextErr(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return timeoutError{}
+	}
+	return err
+}
+
+// pollResolve turns f.address into f.addrs, resolving a host name on the blocking pool.
+func (f *dialFuture) pollResolve(cx *Context) (Result[*TCPStream], bool) {
+	if f.resolve == nil {
+		host, portStr, err := net.SplitHostPort(f.address)
+		if err != nil {
+			return f.fail(err)
+		}
+		port, err := net.DefaultResolver.LookupPort(context.Background(), f.network, portStr)
+		if err != nil {
+			return f.fail(err)
+		}
+		f.port = port
+		if ip, err := netipParse(host); err == nil {
+			f.addrs = []*net.TCPAddr{ip}
+			f.addrs[0].Port = port
+			return Result[*TCPStream]{}, true
+		}
+		ctx := f.ctx
+		network := "ip"
+		switch f.network {
+		case "tcp4":
+			network = "ip4"
+		case "tcp6":
+			network = "ip6"
+		}
+		h := SpawnBlocking(cx, func() Result[[]net.IPAddr] {
+			ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+			if err == nil && network != "ip" {
+				kept := ips[:0]
+				for _, ip := range ips {
+					if (network == "ip4") == (ip.IP.To4() != nil) {
+						kept = append(kept, ip)
+					}
+				}
+				ips = kept
+				if len(ips) == 0 {
+					err = &net.AddrError{Err: "no suitable address found", Addr: host}
+				}
+			}
+			return Result[[]net.IPAddr]{Value: ips, Err: err}
+		})
+		f.resolve = &h
+	}
+	r, ok := f.resolve.Poll(cx)
+	if !ok {
+		return Result[*TCPStream]{}, false
+	}
+	f.resolve = nil
+	if r.Err != nil {
+		return f.fail(r.Err)
+	}
+	if r.Value.Err != nil {
+		return f.fail(r.Value.Err)
+	}
+	for _, ip := range r.Value.Value {
+		f.addrs = append(f.addrs, &net.TCPAddr{IP: ip.IP, Port: f.port, Zone: ip.Zone})
+	}
+	if f.addrs == nil {
+		f.addrs = []*net.TCPAddr{}
+	}
+	return Result[*TCPStream]{}, true
+}
+
+func netipParse(host string) (*net.TCPAddr, error) {
+	ip, zone := host, ""
+	for i := 0; i < len(host); i++ {
+		if host[i] == '%' {
+			ip, zone = host[:i], host[i+1:]
+			break
+		}
+	}
+	p := net.ParseIP(ip)
+	if p == nil {
+		return nil, errors.New("not an IP literal")
+	}
+	return &net.TCPAddr{IP: p, Zone: zone}, nil
+}
+
+// start opens a socket for f.addrs[0] and begins the non-blocking connect.
+func (f *dialFuture) start(cx *Context) error {
+	raddr := f.addrs[0]
+	if raddr == nil {
+		return &net.OpError{Op: "dial", Net: f.network, Err: errors.New("missing address")}
+	}
+	family, _, err := inetFamily(f.network, raddr.IP)
+	if err != nil {
+		return err
+	}
+	if family == unix.AF_INET6 && raddr.IP.To4() != nil && f.network == "tcp" {
+		family = unix.AF_INET
+	}
+	rsa, err := ipZoneToSockaddr(family, raddr.IP, raddr.Port, raddr.Zone)
+	if err != nil {
+		return err
+	}
+	s, err := newSocket(family, unix.SOCK_STREAM, unix.IPPROTO_TCP)
+	if err != nil {
+		return err
+	}
+	fd := newNetFD(s, family, unix.SOCK_STREAM, f.network)
+	fd.raddr = raddr
+	unix.SetsockoptInt(s, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	if f.laddr != nil {
+		lsa, err := ipZoneToSockaddr(family, f.laddr.IP, f.laddr.Port, f.laddr.Zone)
+		if err == nil {
+			err = unix.Bind(s, lsa)
+			if err != nil {
+				err = os.NewSyscallError("bind", err)
+			}
+		}
+		if err != nil {
+			unix.Close(s)
+			return fd.opError("dial", "bind", err)
+		}
+	}
+	// Connect first, register after: registered before connect, an unconnected socket
+	// reports a hang-up at once.
+	for {
+		err = unix.Connect(s, rsa)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	switch err {
+	case nil, unix.EINPROGRESS, unix.EALREADY:
+	default:
+		unix.Close(s)
+		return fd.opError("dial", "connect", err)
+	}
+	if _, err := fd.bindTo(cx.rt); err != nil {
+		unix.Close(s)
+		return err
+	}
+	f.fd = fd
+	return nil
+}
+
+func (f *dialFuture) Drop() {
+	if !f.done {
+		f.cleanup()
+	}
+}

@@ -1,0 +1,249 @@
+//go:build linux || darwin || freebsd
+
+package blitzio
+
+import (
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Unix domain sockets: stream (ListenUnix, DialUnix) and datagram (ListenUnixgram). A
+// name starting with '@' is a Linux abstract address (no file is created).
+
+func sockaddrToUnix(sa unix.Sockaddr, network string) *net.UnixAddr {
+	if s, ok := sa.(*unix.SockaddrUnix); ok && s.Name != "" {
+		return &net.UnixAddr{Name: s.Name, Net: network}
+	}
+	return &net.UnixAddr{Net: network}
+}
+
+func unixSocket(op, network string, sotype int, laddr, raddr *net.UnixAddr) (*netFD, error) {
+	opErr := func(err error) error {
+		var a net.Addr
+		if raddr != nil {
+			a = raddr
+		} else if laddr != nil {
+			a = laddr
+		}
+		return &net.OpError{Op: op, Net: network, Addr: a, Err: err}
+	}
+	s, err := newSocket(unix.AF_UNIX, sotype, 0)
+	if err != nil {
+		return nil, opErr(err)
+	}
+	if laddr != nil && laddr.Name != "" {
+		if err := unix.Bind(s, &unix.SockaddrUnix{Name: laddr.Name}); err != nil {
+			unix.Close(s)
+			return nil, opErr(os.NewSyscallError("bind", err))
+		}
+	}
+	fd := newNetFD(s, unix.AF_UNIX, sotype, network)
+	if raddr != nil {
+		if err := unix.Connect(s, &unix.SockaddrUnix{Name: raddr.Name}); err != nil {
+			// A full backlog is EAGAIN for Unix sockets: reported, as Go's net does.
+			unix.Close(s)
+			return nil, opErr(os.NewSyscallError("connect", err))
+		}
+		fd.raddr = raddr
+	}
+	if lsa, err := unix.Getsockname(s); err == nil {
+		fd.laddr = sockaddrToUnix(lsa, network)
+	}
+	return fd, nil
+}
+
+// UnixListener is a listening Unix stream socket.
+type UnixListener struct {
+	fd     *netFD
+	unlink string
+}
+
+// ListenUnix listens on laddr (network "unix"), like net.ListenUnix. Close removes the
+// socket file it created (not for an abstract '@' name).
+func ListenUnix(network string, laddr *net.UnixAddr) (*UnixListener, error) {
+	if network != "unix" {
+		return nil, &net.OpError{Op: "listen", Net: network, Addr: laddr, Err: net.UnknownNetworkError(network)}
+	}
+	if laddr == nil || laddr.Name == "" {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: errMissingAddress}
+	}
+	fd, err := unixSocket("listen", network, unix.SOCK_STREAM, laddr, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Listen(fd.fd, listenBacklog()); err != nil {
+		unix.Close(fd.fd)
+		return nil, &net.OpError{Op: "listen", Net: network, Addr: laddr, Err: os.NewSyscallError("listen", err)}
+	}
+	l := &UnixListener{fd: fd}
+	if laddr.Name[0] != '@' {
+		l.unlink = laddr.Name
+	}
+	return l, nil
+}
+
+// Addr returns the listener's address.
+func (l *UnixListener) Addr() net.Addr { return l.fd.laddr }
+
+// Close stops listening and removes the socket file.
+func (l *UnixListener) Close() error {
+	if err := l.fd.Close(); err != nil {
+		return l.fd.opError("close", "close", err)
+	}
+	if l.unlink != "" {
+		os.Remove(l.unlink)
+	}
+	return nil
+}
+
+// Accept returns a future of the next connection; dropped while waiting it loses none.
+func (l *UnixListener) Accept() Future[Result[*UnixStream]] { return &unixAcceptFuture{l: l} }
+
+type unixAcceptFuture struct {
+	l *UnixListener
+	w Waker
+}
+
+func (f *unixAcceptFuture) Poll(cx *Context) (Result[*UnixStream], bool) {
+	nfd, err, ok := f.l.fd.pollIO(cx, dirRead, &f.w, func(fd int) (int, error) {
+		n, _, err := sysAccept(fd)
+		if err == unix.ECONNABORTED {
+			return -1, unix.EINTR
+		}
+		return n, err
+	})
+	if !ok {
+		return Result[*UnixStream]{}, false
+	}
+	f.w = Waker{}
+	if err != nil {
+		return Result[*UnixStream]{Err: f.l.fd.opError("accept", "accept4", err)}, true
+	}
+	c := newNetFD(nfd, unix.AF_UNIX, unix.SOCK_STREAM, "unix")
+	c.laddr = f.l.fd.laddr
+	if rsa, err := unix.Getpeername(nfd); err == nil {
+		c.raddr = sockaddrToUnix(rsa, "unix")
+	}
+	if _, err := c.bindTo(cx.rt); err != nil {
+		unix.Close(nfd)
+		return Result[*UnixStream]{Err: f.l.fd.opError("accept", "accept4", err)}, true
+	}
+	return Result[*UnixStream]{Value: &UnixStream{fd: c}}, true
+}
+
+func (f *unixAcceptFuture) Drop() { f.l.fd.forget(dirRead, &f.w) }
+
+// UnixStream is a Unix stream connection; its operations are those of TCPStream.
+type UnixStream struct {
+	fd *netFD
+}
+
+// DialUnix connects to raddr (network "unix"). A Unix connect completes (or fails) at
+// once, so this is not a future: the connection is attached to the runtime of the
+// first task that uses it.
+func DialUnix(network string, laddr, raddr *net.UnixAddr) (*UnixStream, error) {
+	if network != "unix" {
+		return nil, &net.OpError{Op: "dial", Net: network, Addr: raddr, Err: net.UnknownNetworkError(network)}
+	}
+	if raddr == nil || raddr.Name == "" {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: errMissingAddress}
+	}
+	fd, err := unixSocket("dial", network, unix.SOCK_STREAM, laddr, raddr)
+	if err != nil {
+		return nil, err
+	}
+	return &UnixStream{fd: fd}, nil
+}
+
+// Read is TCPStream.Read.
+func (s *UnixStream) Read(p []byte) Future[Result[int]] { return &readFuture{fd: s.fd, p: p} }
+
+// ReadFull is TCPStream.ReadFull.
+func (s *UnixStream) ReadFull(p []byte) *ReadFullFuture { return &ReadFullFuture{fd: s.fd, p: p} }
+
+// Write is TCPStream.Write.
+func (s *UnixStream) Write(p []byte) Future[Result[int]] {
+	if p == nil {
+		p = []byte{}
+	}
+	return &writeFuture{fd: s.fd, p: p}
+}
+
+// WriteAll is TCPStream.WriteAll.
+func (s *UnixStream) WriteAll(p []byte) *WriteAllFuture { return &WriteAllFuture{fd: s.fd, p: p} }
+
+// WriteVectored is TCPStream.WriteVectored.
+func (s *UnixStream) WriteVectored(bufs ...[]byte) *WriteAllFuture {
+	return &WriteAllFuture{fd: s.fd, bufs: bufs}
+}
+
+// Readable is TCPStream.Readable.
+func (s *UnixStream) Readable() Future[error] { return &readyFuture2{fd: s.fd, d: dirRead} }
+
+// Writable is TCPStream.Writable.
+func (s *UnixStream) Writable() Future[error] { return &readyFuture2{fd: s.fd, d: dirWrite} }
+
+// CloseWrite shuts down the writing side.
+func (s *UnixStream) CloseWrite() error {
+	return s.fd.opError("close", "shutdown", s.fd.control(func(fd int) error { return unix.Shutdown(fd, unix.SHUT_WR) }))
+}
+
+// Close closes the connection.
+func (s *UnixStream) Close() error {
+	if err := s.fd.Close(); err != nil {
+		return s.fd.opError("close", "close", err)
+	}
+	return nil
+}
+
+// LocalAddr returns the local address.
+func (s *UnixStream) LocalAddr() net.Addr { return s.fd.laddr }
+
+// RemoteAddr returns the peer's address.
+func (s *UnixStream) RemoteAddr() net.Addr { return s.fd.raddr }
+
+// UnixConn is a Unix datagram socket (network "unixgram").
+type UnixConn struct {
+	fd *netFD
+}
+
+// ListenUnixgram opens a Unix datagram socket bound to laddr, like net.ListenUnixgram.
+func ListenUnixgram(network string, laddr *net.UnixAddr) (*UnixConn, error) {
+	if network != "unixgram" {
+		return nil, &net.OpError{Op: "listen", Net: network, Addr: laddr, Err: net.UnknownNetworkError(network)}
+	}
+	fd, err := unixSocket("listen", network, unix.SOCK_DGRAM, laddr, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &UnixConn{fd: fd}, nil
+}
+
+// LocalAddr returns the local address.
+func (c *UnixConn) LocalAddr() net.Addr { return c.fd.laddr }
+
+// Close closes the socket (it does not remove its file: the binder owns that name).
+func (c *UnixConn) Close() error {
+	if err := c.fd.Close(); err != nil {
+		return c.fd.opError("close", "close", err)
+	}
+	return nil
+}
+
+// SendTo returns a future that sends p as one datagram to addr.
+func (c *UnixConn) SendTo(p []byte, addr *net.UnixAddr) Future[Result[int]] {
+	if addr == nil || addr.Name == "" {
+		return &sendToFuture{err: c.fd.opError("write", "sendmsg", errMissingAddress)}
+	}
+	return &sendToFuture{fd: c.fd, p: p, sa: &unix.SockaddrUnix{Name: addr.Name}}
+}
+
+// RecvFrom returns a future of the next datagram and its sender (an unnamed sender has
+// an empty Name).
+func (c *UnixConn) RecvFrom(p []byte) Future[Result[Datagram[*net.UnixAddr]]] {
+	return &recvFromFuture[*net.UnixAddr]{fd: c.fd, p: p, conv: func(sa unix.Sockaddr) *net.UnixAddr {
+		return sockaddrToUnix(sa, "unixgram")
+	}}
+}
