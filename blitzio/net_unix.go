@@ -157,6 +157,22 @@ func DialUnix(network string, laddr, raddr *net.UnixAddr) (*UnixStream, error) {
 	return &UnixStream{fd: fd}, nil
 }
 
+// PollRead is the poll form of Read for hand-written futures and the stream helpers:
+// UnixStream is a blitzio.AsyncReader.
+func (s *UnixStream) PollRead(cx *Context, p []byte) (Result[int], bool) {
+	var w Waker
+	return s.fd.pollRead(cx, &w, p, false)
+}
+
+// PollWrite is the poll form of Write: UnixStream is an AsyncWriter.
+func (s *UnixStream) PollWrite(cx *Context, p []byte) (Result[int], bool) {
+	var w Waker
+	if p == nil {
+		p = []byte{}
+	}
+	return s.fd.pollWrite(cx, &w, p, nil)
+}
+
 // Read is TCPStream.Read.
 func (s *UnixStream) Read(p []byte) Future[Result[int]] { return &readFuture{fd: s.fd, p: p} }
 
