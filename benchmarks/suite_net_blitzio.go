@@ -1,0 +1,241 @@
+package benchmarks
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/blitzgo/blitz/benchmarks/netload"
+	"github.com/blitzgo/blitz/blitzio"
+	"github.com/blitzgo/blitz/blitzio/stream"
+)
+
+// blitzio's rows in the net and http suites: a TCP echo server written as tasks (one
+// small state machine per connection, holding no buffer while idle), on io_uring and on
+// epoll; a UDP echo task; and, for the goroutine adapters, net/http and a
+// goroutine-per-connection echo served over stream.NewTCPListener.
+func init() {
+	netServers = append(netServers,
+		netload.Server{Name: "blitzio/io_uring", Start: startBlitzioEcho(blitzio.BackendIOUring)},
+		netload.Server{Name: "blitzio/epoll", Start: startBlitzioEcho(blitzio.BackendEpoll)},
+	)
+	udpServers = append(udpServers, netload.Server{Name: "blitzio", Start: startBlitzioUDPEcho})
+	adapterEchoServers = append(adapterEchoServers, netload.Server{Name: "blitzio-adapter", Start: startAdapterEcho})
+	// blitzio's own HTTP server is not written yet: until it is, the http suite's row for
+	// blitzio is net/http serving over blitzio's net.Listener adapter, named so.
+	httpServers = append(httpServers, netload.Server{Name: "net/http-over-blitzio-adapter", Start: startAdapterHTTP})
+}
+
+// benchRuntime starts the 2-worker runtime a benchmark server runs on.
+func benchRuntime(b blitzio.Backend) (*blitzio.Runtime, error) {
+	rt, err := blitzio.New(blitzio.Config{Workers: 2, Backend: b})
+	if err != nil {
+		return nil, fmt.Errorf("blitzio runtime (%v): %w", b, err)
+	}
+	return rt, nil
+}
+
+func listenTCP(addr string) (*blitzio.TCPListener, error) {
+	ta, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return blitzio.ListenTCP("tcp", ta)
+}
+
+// echoBufs are the read buffers of the echo connections: a connection takes one only
+// while it has bytes to echo, so an idle connection holds none.
+var echoBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+
+// echoConn is one connection's task: read what arrives, write it back, repeat.
+type echoConn struct {
+	s        *blitzio.TCPStream
+	buf      *[]byte
+	off, end int
+}
+
+func (c *echoConn) Poll(cx *blitzio.Context) (struct{}, bool) {
+	for {
+		if c.buf != nil {
+			for c.off < c.end {
+				r, ok := c.s.PollWrite(cx, (*c.buf)[c.off:c.end])
+				if !ok {
+					return struct{}{}, false // keep the buffer: its bytes are not sent yet
+				}
+				if r.Err != nil {
+					return c.finish()
+				}
+				c.off += r.Value
+			}
+			echoBufs.Put(c.buf)
+			c.buf = nil
+		}
+		buf := echoBufs.Get().(*[]byte)
+		r, ok := c.s.PollRead(cx, *buf)
+		if !ok {
+			echoBufs.Put(buf) // a readiness-based read keeps nothing while it waits
+			return struct{}{}, false
+		}
+		if r.Err != nil {
+			echoBufs.Put(buf)
+			return c.finish()
+		}
+		c.buf, c.off, c.end = buf, 0, r.Value
+	}
+}
+
+func (c *echoConn) finish() (struct{}, bool) {
+	if c.buf != nil {
+		echoBufs.Put(c.buf)
+		c.buf = nil
+	}
+	c.s.Close()
+	return struct{}{}, true
+}
+
+// Drop implements blitzio.Dropper: a connection task dropped at shutdown closes its
+// socket.
+func (c *echoConn) Drop() { c.finish() }
+
+// acceptLoop accepts until the listener closes, spawning an echoConn per connection.
+// Its result is the error that stopped it (nil for a closed listener).
+type acceptLoop struct{ l *blitzio.TCPListener }
+
+func (a acceptLoop) Poll(cx *blitzio.Context) (error, bool) {
+
+	for {
+		r, ok := a.l.PollAccept(cx)
+		if !ok {
+			return nil, false
+		}
+		if r.Err != nil {
+			if errors.Is(r.Err, net.ErrClosed) {
+				return nil, true
+			}
+			return r.Err, true
+		}
+		blitzio.Spawn(cx, &echoConn{s: r.Value.Conn})
+	}
+}
+
+func startBlitzioEcho(b blitzio.Backend) netload.StartFunc {
+	return func(addr string) (string, func() error, error) {
+		rt, err := benchRuntime(b)
+		if err != nil {
+			return "", nil, err
+		}
+		l, err := listenTCP(addr)
+		if err != nil {
+			rt.Close()
+			return "", nil, err
+		}
+		h := blitzio.Spawn(rt, acceptLoop{l: l})
+		stop := func() error {
+			l.Close()
+			r, err := h.Wait()
+			return errors.Join(r, err, rt.Close())
+		}
+		return l.Addr().String(), stop, nil
+	}
+}
+
+func startBlitzioUDPEcho(addr string) (string, func() error, error) {
+	rt, err := benchRuntime(blitzio.BackendAuto)
+	if err != nil {
+		return "", nil, err
+	}
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		rt.Close()
+		return "", nil, err
+	}
+	c, err := blitzio.ListenUDP("udp", ua)
+	if err != nil {
+		rt.Close()
+		return "", nil, err
+	}
+	h := blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
+		buf := make([]byte, 64<<10)
+		for {
+			r := blitzio.Await(co, c.RecvFrom(buf))
+			if r.Err != nil {
+				if errors.Is(r.Err, net.ErrClosed) {
+					return nil
+				}
+				return r.Err
+			}
+			// A failed send is a lost datagram, which UDP allows; the client counts it.
+			blitzio.Await(co, c.SendTo(buf[:r.Value.N], r.Value.From))
+		}
+	}))
+	stop := func() error {
+		c.Close()
+		r, err := h.Wait()
+		return errors.Join(r, err, rt.Close())
+	}
+	return c.LocalAddr().String(), stop, nil
+}
+
+// startAdapterEcho serves a goroutine-per-connection echo (io.Copy) over blitzio's
+// net.Listener adapter.
+func startAdapterEcho(addr string) (string, func() error, error) {
+	rt, err := benchRuntime(blitzio.BackendAuto)
+	if err != nil {
+		return "", nil, err
+	}
+	l, err := listenTCP(addr)
+	if err != nil {
+		rt.Close()
+		return "", nil, err
+	}
+	ln := stream.NewTCPListener(rt, l)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				_, _ = io.Copy(c, c)
+			})
+		}
+	})
+	stop := func() error {
+		ln.Close()
+		err := rt.Close() // closes every connection, which ends the copies
+		wg.Wait()
+		return err
+	}
+	return ln.Addr().String(), stop, nil
+}
+
+// startAdapterHTTP serves PlaintextHandler with net/http over blitzio's net.Listener
+// adapter.
+func startAdapterHTTP(addr string) (string, func() error, error) {
+	rt, err := benchRuntime(blitzio.BackendAuto)
+	if err != nil {
+		return "", nil, err
+	}
+	l, err := listenTCP(addr)
+	if err != nil {
+		rt.Close()
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: netload.PlaintextHandler()}
+	served := make(chan error, 1)
+	ln := stream.NewTCPListener(rt, l)
+	go func() { served <- srv.Serve(ln) }()
+	stop := func() error {
+		err := srv.Close()
+		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		return errors.Join(err, rt.Close())
+	}
+	return ln.Addr().String(), stop, nil
+}
