@@ -179,9 +179,10 @@ func startBlitzioUDPEcho(addr string) (string, func() error, error) {
 	return c.LocalAddr().String(), stop, nil
 }
 
-// startAdapterEcho serves a goroutine-per-connection echo (io.Copy) over blitzio's
-// net.Listener adapter.
-func startAdapterEcho(addr string) (string, func() error, error) {
+// startOnAdapter starts a runtime and a TCP listener on addr, and hands the listener,
+// as a net.Listener through blitzio's adapter, to serve, which returns the function that
+// stops what it started. The returned stop also closes the listener and the runtime.
+func startOnAdapter(addr string, serve func(ln net.Listener) (stop func() error)) (string, func() error, error) {
 	rt, err := benchRuntime(blitzio.BackendAuto)
 	if err != nil {
 		return "", nil, err
@@ -192,50 +193,63 @@ func startAdapterEcho(addr string) (string, func() error, error) {
 		return "", nil, err
 	}
 	ln := stream.NewTCPListener(rt, l)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer c.Close()
-				_, _ = io.Copy(c, c)
-			})
-		}
-	})
+	stopServe := serve(ln)
 	stop := func() error {
 		ln.Close()
-		err := rt.Close() // closes every connection, which ends the copies
-		wg.Wait()
-		return err
+		err := stopServe()
+		return errors.Join(err, rt.Close())
 	}
 	return ln.Addr().String(), stop, nil
+}
+
+// startAdapterEcho serves a goroutine-per-connection echo (io.Copy) over blitzio's
+// net.Listener adapter.
+func startAdapterEcho(addr string) (string, func() error, error) {
+	return startOnAdapter(addr, func(ln net.Listener) func() error {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var conns []net.Conn
+		wg.Go(func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+				wg.Go(func() {
+					defer c.Close()
+					_, _ = io.Copy(c, c)
+				})
+			}
+		})
+		return func() error {
+			ln.Close()
+			mu.Lock()
+			for _, c := range conns {
+				c.Close() // unblocks its copy
+			}
+			mu.Unlock()
+			wg.Wait()
+			return nil
+		}
+	})
 }
 
 // startAdapterHTTP serves PlaintextHandler with net/http over blitzio's net.Listener
 // adapter.
 func startAdapterHTTP(addr string) (string, func() error, error) {
-	rt, err := benchRuntime(blitzio.BackendAuto)
-	if err != nil {
-		return "", nil, err
-	}
-	l, err := listenTCP(addr)
-	if err != nil {
-		rt.Close()
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: netload.PlaintextHandler()}
-	served := make(chan error, 1)
-	ln := stream.NewTCPListener(rt, l)
-	go func() { served <- srv.Serve(ln) }()
-	stop := func() error {
-		err := srv.Close()
-		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
+	return startOnAdapter(addr, func(ln net.Listener) func() error {
+		srv := &http.Server{Handler: netload.PlaintextHandler()}
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(ln) }()
+		return func() error {
+			err := srv.Close()
+			if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+				err = errors.Join(err, serr)
+			}
+			return err
 		}
-		return errors.Join(err, rt.Close())
-	}
-	return ln.Addr().String(), stop, nil
+	})
 }

@@ -216,7 +216,7 @@ func isSyscallError(err error) bool {
 func ipZoneToSockaddr(family int, ip net.IP, port int, zone string) (unix.Sockaddr, error) {
 	if family == unix.AF_INET {
 		ip4 := ip.To4()
-		if ip == nil || len(ip) == 0 {
+		if len(ip) == 0 {
 			ip4 = net.IPv4zero.To4()
 		}
 		if ip4 == nil {
@@ -227,7 +227,7 @@ func ipZoneToSockaddr(family int, ip net.IP, port int, zone string) (unix.Sockad
 		return sa, nil
 	}
 	ip6 := ip.To16()
-	if ip == nil || len(ip) == 0 {
+	if len(ip) == 0 {
 		ip6 = net.IPv6zero
 	}
 	if ip6 == nil {
@@ -280,7 +280,7 @@ func sockaddrToUDP(sa unix.Sockaddr) *net.UDPAddr {
 func inetFamily(network string, ip net.IP) (family int, dualStack bool, err error) {
 	switch network {
 	case "tcp4", "udp4":
-		if ip != nil && len(ip) > 0 && ip.To4() == nil {
+		if len(ip) > 0 && ip.To4() == nil {
 			return 0, false, &net.AddrError{Err: "non-IPv4 address", Addr: ip.String()}
 		}
 		return unix.AF_INET, false, nil
@@ -290,7 +290,7 @@ func inetFamily(network string, ip net.IP) (family int, dualStack bool, err erro
 		}
 		return unix.AF_INET6, false, nil
 	case "tcp", "udp":
-		if ip == nil || len(ip) == 0 || ip.IsUnspecified() {
+		if len(ip) == 0 || ip.IsUnspecified() {
 			if ipv6Supported() {
 				return unix.AF_INET6, true, nil
 			}
