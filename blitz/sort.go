@@ -69,16 +69,8 @@ func Sort[T cmp.Ordered](s []T, opts ...Option) {
 		default:
 			radixSort(c, unsafe.Slice((*uint64)(p), n))
 		}
-	default: // strings: cmp.Compare's NaN tests would cost two extra string comparisons
-		sortPdq(c, s, func(a, b T) int {
-			if a < b {
-				return -1
-			}
-			if b < a {
-				return 1
-			}
-			return 0
-		})
+	default: // strings: a string type has the layout of string
+		sortStrings(c, unsafe.Slice((*string)(p), n))
 	}
 }
 
@@ -100,7 +92,8 @@ func radixSigned[K radixKey](c parCall, a []K) {
 		}
 	}
 	cf := parResolve(len(a), parMinGrainCheap, []Option{WithPool(c.pool)})
-	parFor(cf, len(a), flip) // refused or done as a whole: no user code runs in it
+	parFor(cf, len(a), flip)                                         // refused or done as a whole: no user code runs in it
+	radixTraffic.Add(4 * int64(len(a)) * int64(unsafe.Sizeof(a[0]))) // this pass and the last
 	restored := false
 	defer func() {
 		if !restored {
@@ -134,6 +127,7 @@ func radixFloat[K radixKey](c parCall, a []K) {
 			w[i] = x ^ (-(x >> top) | sign)
 		}
 	})
+	radixTraffic.Add(4 * int64(len(a)) * int64(unsafe.Sizeof(a[0]))) // this pass and the last
 	restored := false
 	defer func() {
 		if !restored {
@@ -252,14 +246,19 @@ func SortDesc[T cmp.Ordered](s []T, opts ...Option) {
 	parReverse(parResolve(len(s), sortMinGrain, opts), s)
 }
 
-// SortByKey sorts s in ascending order of key(element), in parallel (keys compared with
-// cmp.Compare). key is called twice per comparison, so it should be cheap: see
-// SortByCachedKey for expensive keys. It is not stable.
+// SortByKey sorts s in ascending order of key(element) (keys compared as by cmp.Compare:
+// NaNs first, -0 equal to +0), in parallel. It is not guaranteed to be stable (the current
+// implementation is, except that an input whose keys are non-increasing is reversed).
+// key is called exactly once per element, in parallel, so it must be safe for concurrent
+// use. See SortStableByKey for the algorithm: a radix sort of the extracted keys with
+// their indices, then one permutation of the elements through a buffer of len(s)
+// elements. A panic in key is re-raised (as *PanicError when it happened in a parallel
+// task) and leaves s unchanged.
 func SortByKey[T any, K cmp.Ordered](s []T, key func(T) K, opts ...Option) {
 	if key == nil {
 		parNil("SortByKey", "key")
 	}
-	SortFunc(s, func(a, b T) int { return cmp.Compare(key(a), key(b)) }, opts...)
+	sortByKey(s, key, false, opts)
 }
 
 // SortByCachedKey sorts s in ascending order of key(element), calling key exactly once per

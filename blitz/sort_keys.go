@@ -1,0 +1,202 @@
+package blitz
+
+import (
+	"cmp"
+	"math"
+	"reflect"
+	"slices"
+	"unsafe"
+)
+
+// Keyed sorts (SortByKey, SortStableByKey): every key is extracted once, mapped onto a
+// uint64 with the same order, and the (key, index) records are radix sorted, stably (see
+// sort_radix_kv.go); the elements are then gathered in that order through a buffer. String
+// keys take the string radix sort (sort_strings.go) with the indices alongside.
+
+// SortStableByKey sorts s in ascending order of key(element) (keys compared as by
+// cmp.Compare: NaNs first, -0 equal to +0), keeping the original order of elements with
+// equal keys, in parallel. key is called exactly once per element, in parallel, so it must
+// be safe for concurrent use.
+//
+// The keys are sorted by a parallel radix sort with their indices, and the elements are
+// then moved into place through a buffer of len(s) elements: the work per element does not
+// grow with log(len(s)) as a comparison sort's does. Inputs already sorted by key are
+// detected after the extraction and left alone; small inputs use slices.SortStableFunc. A
+// panic in key is re-raised (as *PanicError when it happened in a parallel task) and leaves
+// s unchanged.
+func SortStableByKey[T any, K cmp.Ordered](s []T, key func(T) K, opts ...Option) {
+	if key == nil {
+		parNil("SortStableByKey", "key")
+	}
+	sortByKey(s, key, true, opts)
+}
+
+// sortByKey is SortByKey (stable false: equal keys may come out in any order, and a
+// non-increasing input is reversed) and SortStableByKey.
+func sortByKey[T any, K cmp.Ordered](s []T, key func(T) K, stable bool, opts []Option) {
+	checkOptsOpen(opts) // a closed pool panics whatever n is
+	n := len(s)
+	if n < 2 {
+		return
+	}
+	c := parResolve(n, sortMinGrain, opts)
+	byKey := func(a, b T) int { return cmp.Compare(key(a), key(b)) }
+	if c.seq {
+		if stable {
+			slices.SortStableFunc(s, byKey)
+		} else {
+			slices.SortFunc(s, byKey)
+		}
+		return
+	}
+	if uint64(n) > math.MaxUint32 {
+		// The radix records hold 32-bit indices.
+		if stable {
+			SortStableFunc(s, byKey, opts...)
+		} else {
+			SortFunc(s, byKey, opts...)
+		}
+		return
+	}
+	if reflect.TypeFor[K]().Kind() == reflect.String {
+		sortByStringKey(c, s, func(v T) string {
+			k := key(v)
+			return *(*string)(unsafe.Pointer(&k)) // K is a string type: the same layout
+		})
+		return
+	}
+	sortByNumericKey(c, s, radixKeyMap[K](), key, stable)
+}
+
+// sortByNumericKey sorts s by m(key(element)) with the radix sort of (key, index) records.
+func sortByNumericKey[T any, K cmp.Ordered](c parCall, s []T, m func(K) uint64, key func(T) K, stable bool) {
+	n := len(s)
+	words, release := radixBuffer[uint64](4 * n)
+	defer release()
+	recs := unsafe.Slice((*radixKV[uint32])(unsafe.Pointer(unsafe.SliceData(words))), 2*n)
+	a, buf := recs[:n], recs[n:]
+	cf := parResolve(n, parMinGrain, []Option{WithPool(c.pool)})
+	parFor(cf, n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			a[i] = radixKV[uint32]{m(key(s[i])), uint32(i)}
+		}
+	})
+	radixTraffic.Add(int64(n) * int64(unsafe.Sizeof(s[0])+16))
+	switch radixKVPresorted(a, stable) {
+	case 1:
+		return
+	case -1:
+		parReverse(c, s)
+		return
+	}
+	radixSortKV(c, a, buf)
+	sortGather(c, s, a, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(buf))), 16*n))
+}
+
+// radixKVPresorted reports 1 if the keys of a are non-decreasing (nothing to do), -1 if
+// they are non-increasing and reversing the elements sorts them (for a stable sort only
+// when they are strictly decreasing, since reversing swaps equal keys), and 0 otherwise.
+// Random keys stop both scans within a few elements.
+func radixKVPresorted[V any](a []radixKV[V], stable bool) int {
+	i := 1
+	for i < len(a) && a[i].k >= a[i-1].k {
+		i++
+	}
+	if i == len(a) {
+		return 1
+	}
+	if stable {
+		for i = 1; i < len(a) && a[i].k < a[i-1].k; i++ {
+		}
+	} else {
+		for i = 1; i < len(a) && a[i].k <= a[i-1].k; i++ {
+		}
+	}
+	if i == len(a) {
+		return -1
+	}
+	return 0
+}
+
+// sortGather permutes s into the order of the indices in order (s[j] = old s[order[j].v]),
+// through a buffer: spare (free scratch bytes) when T holds no pointers and fits, else a
+// new slice. It runs no user code, and a refused parallel call leaves s as it was (the
+// gather only writes the buffer, and a copy is refused or done as a whole).
+func sortGather[T any, V uint32 | int](c parCall, s []T, order []radixKV[V], spare []byte) {
+	n := len(s)
+	var tmp []T
+	var z T
+	if sz := unsafe.Sizeof(z); sz > 0 && stablePointerFree(reflect.TypeFor[T]()) &&
+		uintptr(len(spare)) >= uintptr(n)*sz && uintptr(unsafe.Pointer(unsafe.SliceData(spare)))%unsafe.Alignof(z) == 0 {
+		tmp = unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(spare))), n)
+	} else {
+		tmp = make([]T, n)
+	}
+	cf := parResolve(n, parMinGrain, []Option{WithPool(c.pool)})
+	parFor(cf, n, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			tmp[j] = s[order[j].v]
+		}
+	})
+	parCopy(cf, s, tmp)
+	radixTraffic.Add(int64(n) * int64(16+4*unsafe.Sizeof(z)))
+}
+
+// radixKeyMap returns the function that maps a numeric key onto a uint64 with the order
+// of cmp.Compare: signed integers have their sign bit flipped; floats have all bits
+// flipped when negative and the sign bit set otherwise, after -0 is replaced by +0 (equal
+// for cmp.Compare, so a stable sort must keep their order) and any NaN is mapped to 0,
+// below -Inf (cmp.Compare puts NaNs first and considers them all equal).
+func radixKeyMap[K cmp.Ordered]() func(K) uint64 {
+	var z K
+	size := unsafe.Sizeof(z)
+	p := func(k *K) unsafe.Pointer { return unsafe.Pointer(k) }
+	switch reflect.TypeFor[K]().Kind() {
+	case reflect.Float32:
+		return func(k K) uint64 {
+			f := *(*float32)(p(&k))
+			if f != f {
+				return 0
+			}
+			if f == 0 {
+				f = 0
+			}
+			u := math.Float32bits(f)
+			return uint64(u ^ (-(u >> 31) | 1<<31))
+		}
+	case reflect.Float64:
+		return func(k K) uint64 {
+			f := *(*float64)(p(&k))
+			if f != f {
+				return 0
+			}
+			if f == 0 {
+				f = 0
+			}
+			u := math.Float64bits(f)
+			return u ^ (-(u >> 63) | 1<<63)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		switch size {
+		case 1:
+			return func(k K) uint64 { return uint64(*(*uint8)(p(&k)) ^ 1<<7) }
+		case 2:
+			return func(k K) uint64 { return uint64(*(*uint16)(p(&k)) ^ 1<<15) }
+		case 4:
+			return func(k K) uint64 { return uint64(*(*uint32)(p(&k)) ^ 1<<31) }
+		default:
+			return func(k K) uint64 { return *(*uint64)(p(&k)) ^ 1<<63 }
+		}
+	default: // unsigned integers and uintptr
+		switch size {
+		case 1:
+			return func(k K) uint64 { return uint64(*(*uint8)(p(&k))) }
+		case 2:
+			return func(k K) uint64 { return uint64(*(*uint16)(p(&k))) }
+		case 4:
+			return func(k K) uint64 { return uint64(*(*uint32)(p(&k))) }
+		default:
+			return func(k K) uint64 { return *(*uint64)(p(&k)) }
+		}
+	}
+}
