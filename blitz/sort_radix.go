@@ -42,6 +42,7 @@ const (
 	radixLSDMax    = 1 << 16 // buckets up to this size are sorted in cache with narrow digits
 	radixParMin    = 1 << 14 // sub-bucket loops over at least this many keys run in parallel
 	radixTopMax    = 12      // widest first (parallel MSD) digit, for the largest inputs
+	radixBucketLog = 17      // the first digit aims at buckets of about 1<<radixBucketLog bytes
 	radixSubMax    = 11      // widest digit of the in-cache MSD passes
 )
 
@@ -88,12 +89,13 @@ func radixBuffer[K radixKey](n int) ([]K, func()) {
 func radixSort[K radixKey](c parCall, a []K) {
 	n := len(a)
 	k0 := a[0]
-	// The top digit is wide enough that its buckets fit in the L2 cache with their
-	// scratch (about 2K keys each: 10M keys make 4096 buckets), and at most 12 bits so
-	// that its scatter writes to few enough streams. Measured on 10M random uint64 with
-	// the top digit 8/10/11/12 bits wide: 210/135/133/120 ms.
+	// The top digit is wide enough that its buckets (about 128 KB) fit in the L2 cache
+	// with their scratch, and at most 12 bits so that its scatter writes to few enough
+	// streams: each stream writes its own pages, and more streams than the TLB has
+	// entries make every write a TLB miss. 10M random uint64 with the top digit 9/10/11/12
+	// bits wide: 337/328/372/390 ms of CPU per sort.
 	nb := uint(unsafe.Sizeof(k0)) * 8
-	width := min(max(uint(bits.Len(uint(n)>>11)), 8), radixTopMax, nb)
+	width := min(radixTopWidth(n, int(unsafe.Sizeof(k0))), nb)
 	size := max((n+4*c.workers-1)/(4*c.workers), 1<<12)
 	nc := (n + size - 1) / size
 
@@ -179,6 +181,11 @@ func radixSort[K radixKey](c parCall, a []K) {
 			}
 		})
 	})
+}
+
+// radixTopWidth is the width of the first digit for n keys or records of size bytes.
+func radixTopWidth(n, size int) uint {
+	return min(max(uint(bits.Len(uint(n)*uint(size)>>radixBucketLog)), 8), radixTopMax)
 }
 
 // radixRec sorts the keys in data whose bits at and above nbits are all equal. The sorted

@@ -39,7 +39,7 @@ func radixSortKV[V any](c parCall, a, buf []radixKV[V]) {
 		return
 	}
 	k0 := a[0].k
-	width := min(max(uint(bits.Len(uint(n)>>11)), 8), radixTopMax)
+	width := radixTopWidth(n, int(rec))
 	size := max((n+4*c.workers-1)/(4*c.workers), 1<<12)
 	nc := (n + size - 1) / size
 	diffs := make([]uint64, nc)
