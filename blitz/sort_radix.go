@@ -43,7 +43,8 @@ const (
 	radixParMin    = 1 << 14 // sub-bucket loops over at least this many keys run in parallel
 	radixTopMax    = 12      // widest first (parallel MSD) digit, for the largest inputs
 	radixBucketLog = 17      // the first digit aims at buckets of about 1<<radixBucketLog bytes
-	radixSubMax    = 11      // widest digit of the in-cache MSD passes
+
+	radixSubMax = 11 // widest digit of the in-cache MSD passes
 )
 
 // radixScratch caches the scratch buffer of the last large radix sort. A fresh 80 MB buffer
