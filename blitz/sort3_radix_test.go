@@ -289,8 +289,10 @@ func TestSort3KeyPanicLeavesInput(t *testing.T) {
 		}
 		in[0].k = 0 // not reversed: a real sort
 		for name, sortFn := range map[string]func(s []sort3Small[int], key func(sort3Small[int]) int){
-			"SortByKey":       func(s []sort3Small[int], key func(sort3Small[int]) int) { SortByKey(s, key, WithPool(p), WithGrain(4)) },
-			"SortStableByKey": func(s []sort3Small[int], key func(sort3Small[int]) int) { SortStableByKey(s, key, WithPool(p), WithGrain(4)) },
+			"SortByKey": func(s []sort3Small[int], key func(sort3Small[int]) int) { SortByKey(s, key, WithPool(p), WithGrain(4)) },
+			"SortStableByKey": func(s []sort3Small[int], key func(sort3Small[int]) int) {
+				SortStableByKey(s, key, WithPool(p), WithGrain(4))
+			},
 		} {
 			got := slices.Clone(in)
 			func() {
