@@ -120,7 +120,7 @@ func sortByNumericKey[T any, K cmp.Ordered](c parCall, s []T, m func(K) uint64, 
 		return
 	}
 	radixSortKV(c, a, buf)
-	sortGather(c, s, a, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(buf))), 16*n))
+	sortGather(c, s, a, func(i *uint32) int { return int(*i) })
 }
 
 // sortCarryMax is the largest element that the keyed sorts carry in their radix records;
@@ -166,28 +166,22 @@ func radixKVPresorted[V any](a []radixKV[V], stable bool) int {
 	return 0
 }
 
-// sortGather permutes s into the order of the indices in order (s[j] = old s[order[j].v]),
-// through a buffer: spare (free scratch bytes) when T holds no pointers and fits, else a
-// new slice. It runs no user code, and a refused parallel call leaves s as it was (the
-// gather only writes the buffer, and a copy is refused or done as a whole).
-func sortGather[T any, V uint32 | int](c parCall, s []T, order []radixKV[V], spare []byte) {
+// sortGather permutes s into the order of the records' indices (s[j] = old
+// s[idx(&order[j].v)]) through a new buffer of len(s) elements (only elements too large to
+// carry in the radix records come here, and string-keyed ones). It runs no user code, and
+// a refused parallel call leaves s as it was: the gather only writes the buffer, and the
+// copy back is refused or done as a whole.
+func sortGather[T, V any](c parCall, s []T, order []radixKV[V], idx func(*V) int) {
 	n := len(s)
-	var tmp []T
-	var z T
-	if sz := unsafe.Sizeof(z); sz > 0 && stablePointerFree(reflect.TypeFor[T]()) &&
-		uintptr(len(spare)) >= uintptr(n)*sz && uintptr(unsafe.Pointer(unsafe.SliceData(spare)))%unsafe.Alignof(z) == 0 {
-		tmp = unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(spare))), n)
-	} else {
-		tmp = make([]T, n)
-	}
+	tmp := make([]T, n)
 	cf := parResolve(n, parMinGrain, []Option{WithPool(c.pool)})
 	parFor(cf, n, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
-			tmp[j] = s[order[j].v]
+			tmp[j] = s[idx(&order[j].v)]
 		}
 	})
 	parCopy(cf, s, tmp)
-	radixTraffic.Add(int64(n) * int64(16+4*unsafe.Sizeof(z)))
+	radixTraffic.Add(int64(n) * int64(unsafe.Sizeof(order[0])+4*unsafe.Sizeof(s[0])))
 }
 
 // radixKeyMap returns the function that maps a numeric key onto a uint64 with the order

@@ -149,13 +149,7 @@ func sortByStringKey[T any](c parCall, s []T, str func(T) string) {
 		return
 	}
 	strSort(c, a, buf)
-	order := make([]radixKV[uint32], n)
-	parFor(cf, n, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			order[i] = radixKV[uint32]{v: a[i].v.i}
-		}
-	})
-	sortGather(c, s, order, nil)
+	sortGather(c, s, a, func(v *strIdx) int { return int(v.i) })
 }
 
 // strPresorted reports whether the strings of a are already in non-decreasing order, in
