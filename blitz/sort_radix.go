@@ -206,7 +206,13 @@ func radixTopWidth(n, size int) uint {
 // of a uint64 bucket took 7 scatter passes and made the whole sort 1.8x slower).
 func radixRec[K radixKey](t *Task, data, other []K, nbits uint, toOther bool) {
 	n := len(data)
-	if n <= radixInsertion || nbits == 0 {
+	if nbits == 0 { // every key of the bucket is equal
+		if toOther {
+			copy(other, data)
+		}
+		return
+	}
+	if n <= radixInsertion {
 		radixInsert(data, other, toOther)
 		return
 	}

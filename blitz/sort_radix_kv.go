@@ -114,7 +114,13 @@ func radixSortKV[V any](c parCall, a, buf []radixKV[V]) {
 // nbits are all equal; the result ends in other if toOther, else in data.
 func radixRecKV[V any](t *Task, data, other []radixKV[V], nbits uint, toOther bool) {
 	n := len(data)
-	if n <= radixInsertion || nbits == 0 {
+	if nbits == 0 { // every key of the bucket is equal
+		if toOther {
+			copy(other, data)
+		}
+		return
+	}
+	if n <= radixInsertion {
 		radixInsertKV(data, other, toOther)
 		return
 	}
