@@ -264,41 +264,13 @@ func SortByKey[T any, K cmp.Ordered](s []T, key func(T) K, opts ...Option) {
 }
 
 // SortByCachedKey sorts s in ascending order of key(element), calling key exactly once per
-// element (in parallel). It is stable: the (key, original index) pairs are sorted in
-// parallel, then the elements are permuted through a buffer of len(s) elements.
+// element (in parallel). It is stable: the same sort as SortStableByKey, which also calls
+// key once per element.
 func SortByCachedKey[T any, K cmp.Ordered](s []T, key func(T) K, opts ...Option) {
 	if key == nil {
 		parNil("SortByCachedKey", "key")
 	}
-	type pair struct {
-		k K
-		i int
-	}
-	n := len(s)
-	checkOptsOpen(opts) // a closed pool panics whatever n is
-	if n < 2 {
-		return
-	}
-	c := parResolve(n, parMinGrain, opts)
-	pairs := make([]pair, n)
-	parFor(c, n, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			pairs[i] = pair{key(s[i]), i}
-		}
-	})
-	SortFunc(pairs, func(a, b pair) int {
-		if r := cmp.Compare(a.k, b.k); r != 0 {
-			return r
-		}
-		return cmp.Compare(a.i, b.i)
-	}, opts...)
-	tmp := make([]T, n)
-	parFor(c, n, func(lo, hi int) {
-		for j := lo; j < hi; j++ {
-			tmp[j] = s[pairs[j].i]
-		}
-	})
-	parCopy(c, s, tmp)
+	sortByKey(s, key, true, opts)
 }
 
 // SortStableFunc sorts s as determined by cmp (see SortFunc), keeping the original order of
