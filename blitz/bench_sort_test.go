@@ -175,6 +175,7 @@ func BenchmarkSortStrings(b *testing.B) {
 func BenchmarkSortCopyBandwidth(b *testing.B) {
 	n := benchN(10_000_000, 1_000_000)
 	src, dst := randU64(n, 9), make([]uint64, n)
+	copy(dst, src) // fault the pages in before timing
 	b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
