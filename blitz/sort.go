@@ -17,7 +17,7 @@ const sortMinGrain = 1 << 14
 // Integer and float element types (including named types based on them) are sorted with a
 // parallel radix sort, which needs a scratch buffer of len(s) elements (kept for the next
 // sort of a similar size until a garbage collection). Strings are sorted by a parallel
-// radix sort over their bytes, 7 bytes per level, with two buffers of len(s) (key, string)
+// radix sort over their bytes, 7 bytes per level, with two buffers of len(s) (key, index)
 // records; shared prefixes cost one pass per 7 bytes, not a comparison each. Already sorted,
 // reversed (non-increasing) and all-equal inputs are detected in one O(n) scan and cost no
 // sort. Small inputs are sorted sequentially. If the sort is interrupted (its pool refuses

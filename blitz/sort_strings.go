@@ -2,6 +2,7 @@ package blitz
 
 import (
 	"encoding/binary"
+	"slices"
 	"unsafe"
 )
 
@@ -14,22 +15,10 @@ import (
 // are equal with the low byte 8 (the strings agree on 7 more bytes and both go on): such
 // runs are sorted again from depth d+7. A string that ends inside the 7 bytes gets a
 // smaller low byte than one that goes on with zero bytes, so "ab" < "ab\x00" < "ab\x00x"
-// comes out right. The records (key, string) are sorted by the stable radix sort of
+// comes out right. The records (key, index of the string) are sorted by the stable radix sort of
 // sort_radix_kv.go, so each level is a few passes in cache per run instead of a string
 // comparison (a cache miss on two string bodies) per step of a comparison sort, and
 // strings equal at every level keep their input order.
-
-// strIdx is a string key with the index of its element, for the keyed sorts.
-type strIdx struct {
-	s string
-	i uint32
-}
-
-// strRec is the set of record values the string sort handles; both start with the string.
-type strRec interface{ string | strIdx }
-
-// strOf returns the string at the start of v.
-func strOf[V strRec](v *V) string { return *(*string)(unsafe.Pointer(v)) }
 
 // strInsertion: runs up to this long are finished by insertion sort comparing the strings.
 const strInsertion = 16
@@ -47,21 +36,25 @@ func strKey(s string, d int) uint64 {
 	return k | uint64(r)
 }
 
-// strSort sorts a by its strings, stably and in parallel, with buf (len(buf) >= len(a)) as
-// scratch. The keys of a must hold strKey(string, 0).
-func strSort[V strRec](c parCall, a, buf []radixKV[V]) {
+// The records are (key, index into base): 16 bytes without pointers, so they live in the
+// cached radix buffer and the garbage collector never scans them (records holding the
+// strings themselves spent a third of the sort's CPU time in GC scanning).
+
+// strSort sorts a by the strings base[a[i].v], stably and in parallel, with buf
+// (len(buf) >= len(a)) as scratch. The keys of a must hold strKey(string, 0).
+func strSort(c parCall, base []string, a, buf []radixKV[uint32]) {
 	radixSortKV(c, a, buf)
 	if c.seq {
-		strTies(nil, a, buf, 7)
+		strTies(nil, base, a, buf, 7)
 		return
 	}
-	c.pool.Call(func(t *Task) { strTies(t, a, buf, 7) })
+	c.pool.Call(func(t *Task) { strTies(t, base, a, buf, 7) })
 }
 
 // strTies sorts, from depth d, every run of a (sorted by keys of depth d-7) whose records
 // have equal keys that do not settle the order. The runs are sorted in parallel when t is
 // not nil.
-func strTies[V strRec](t *Task, a, buf []radixKV[V], d int) {
+func strTies(t *Task, base []string, a, buf []radixKV[uint32], d int) {
 	type run struct{ lo, hi int }
 	var runs []run
 	for i := 0; i < len(a); {
@@ -77,7 +70,7 @@ func strTies[V strRec](t *Task, a, buf []radixKV[V], d int) {
 	}
 	sub := func(t *Task, r int) {
 		lo, hi := runs[r].lo, runs[r].hi
-		strSortRun(t, a[lo:hi], buf[lo:hi], d)
+		strSortRun(t, base, a[lo:hi], buf[lo:hi], d)
 	}
 	if t == nil || len(runs) < 2 || len(a) < radixParMin {
 		for r := range runs {
@@ -88,15 +81,15 @@ func strTies[V strRec](t *Task, a, buf []radixKV[V], d int) {
 	radixBuckets(t, 0, len(runs), sub)
 }
 
-// strSortRun sorts a (strings that agree on their first d bytes, all longer than d) from
-// depth d, stably, with buf as scratch.
-func strSortRun[V strRec](t *Task, a, buf []radixKV[V], d int) {
+// strSortRun sorts a (indices of strings that agree on their first d bytes, all longer
+// than d) from depth d, stably, with buf as scratch.
+func strSortRun(t *Task, base []string, a, buf []radixKV[uint32], d int) {
 	if len(a) <= strInsertion {
 		for i := 1; i < len(a); i++ {
 			x := a[i]
-			xs := strOf(&x.v)[d:]
+			xs := base[x.v][d:]
 			j := i
-			for ; j > 0 && strOf(&a[j-1].v)[d:] > xs; j-- {
+			for ; j > 0 && base[a[j-1].v][d:] > xs; j-- {
 				a[j] = a[j-1]
 			}
 			a[j] = x
@@ -104,62 +97,52 @@ func strSortRun[V strRec](t *Task, a, buf []radixKV[V], d int) {
 		return
 	}
 	for i := range a {
-		a[i].k = strKey(strOf(&a[i].v), d)
+		a[i].k = strKey(base[a[i].v], d)
 	}
 	radixRecKV(t, a, buf, 64, false)
-	strTies(t, a, buf, d+7)
+	strTies(t, base, a, buf, d+7)
 }
 
-// sortStrings sorts the strings of s (a []T of a string type, as Sort gets it), in
-// parallel.
-func sortStrings(c parCall, s []string) {
-	n := len(s)
-	recs := make([]radixKV[string], 2*n)
-	a, buf := recs[:n], recs[n:]
+// strRecords returns the records (strKey(base[i], 0), i) and scratch for them, built in
+// parallel, and the function that gives the buffer back.
+func strRecords(c parCall, base []string) (a, buf []radixKV[uint32], release func()) {
+	n := len(base)
+	recs, release := kvScratch[uint32](2 * n)
+	a, buf = recs[:n], recs[n:]
 	cf := parResolve(n, parMinGrain, []Option{WithPool(c.pool)})
 	parFor(cf, n, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			a[i] = radixKV[string]{strKey(s[i], 0), s[i]}
+			a[i] = radixKV[uint32]{strKey(base[i], 0), uint32(i)}
 		}
 	})
-	radixTraffic.Add(int64(n) * (16 + 24))
-	strSort(c, a, buf)
-	parFor(cf, n, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			s[i] = a[i].v
-		}
-	})
-	radixTraffic.Add(int64(n) * (24 + 16))
+	radixTraffic.Add(int64(n) * (16 + 16))
+	return a, buf, release
+}
+
+// sortStrings sorts the strings of s (a []T of a string type, as Sort gets it), in
+// parallel. len(s) < 1<<32 (the records hold 32-bit indices).
+func sortStrings(c parCall, s []string) {
+	a, buf, release := strRecords(c, s)
+	defer release()
+	strSort(c, s, a, buf)
+	sortGather(c, s, a, func(i *uint32) int { return int(*i) })
 }
 
 // sortByStringKey sorts s by str(element) (called once per element, in parallel), stably.
 func sortByStringKey[T any](c parCall, s []T, str func(T) string) {
 	n := len(s)
-	recs := make([]radixKV[strIdx], 2*n)
-	a, buf := recs[:n], recs[n:]
+	keys := make([]string, n)
 	cf := parResolve(n, parMinGrain, []Option{WithPool(c.pool)})
 	parFor(cf, n, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			k := str(s[i])
-			a[i] = radixKV[strIdx]{strKey(k, 0), strIdx{k, uint32(i)}}
+			keys[i] = str(s[i])
 		}
 	})
-	radixTraffic.Add(int64(n) * int64(unsafe.Sizeof(s[0])+32))
-	if strPresorted(a) {
-		return
+	if slices.IsSorted(keys) {
+		return // nothing to move, even for a stable sort; random keys stop the scan early
 	}
-	strSort(c, a, buf)
-	sortGather(c, s, a, func(v *strIdx) int { return int(v.i) })
-}
-
-// strPresorted reports whether the strings of a are already in non-decreasing order, in
-// which case a sort (even a stable one) has nothing to move. A random input stops the scan
-// within a few elements.
-func strPresorted(a []radixKV[strIdx]) bool {
-	for i := 1; i < len(a); i++ {
-		if a[i].v.s < a[i-1].v.s {
-			return false
-		}
-	}
-	return true
+	a, buf, release := strRecords(c, keys)
+	defer release()
+	strSort(c, keys, a, buf)
+	sortGather(c, s, a, func(i *uint32) int { return int(*i) })
 }
