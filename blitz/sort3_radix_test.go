@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -332,4 +333,33 @@ func TestSort3NilKey(t *testing.T) {
 		}
 	}()
 	SortStableByKey([]int{2, 1}, (func(int) int)(nil))
+}
+
+// TestSort3KeyCalledOncePerElement checks the promise of SortByCachedKey (and of the other
+// keyed sorts): key is called exactly once per element, for small inputs (sorted
+// sequentially) as for large ones.
+func TestSort3KeyCalledOncePerElement(t *testing.T) {
+	for _, n := range []int{2, 10, 1000, 2*radixParMin + 1} {
+		keys := sort3Keys(11, n)["random"]
+		for name, sortFn := range map[string]func(s []int, key func(int) uint64){
+			"SortByKey":       func(s []int, key func(int) uint64) { SortByKey(s, key) },
+			"SortStableByKey": func(s []int, key func(int) uint64) { SortStableByKey(s, key) },
+			"SortByCachedKey": func(s []int, key func(int) uint64) { SortByCachedKey(s, key) },
+			"SortByKey(string)": func(s []int, key func(int) uint64) {
+				SortByKey(s, func(i int) string { return fmt.Sprint(key(i)) })
+			},
+		} {
+			calls := make([]atomic.Int32, n)
+			s := make([]int, n)
+			for i := range s {
+				s[i] = i
+			}
+			sortFn(s, func(i int) uint64 { calls[i].Add(1); return keys[i] })
+			for i := range calls {
+				if c := calls[i].Load(); c != 1 {
+					t.Fatalf("%s/n%d: key called %d times for element %d, want 1", name, n, c, i)
+				}
+			}
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math"
 	"reflect"
-	"slices"
 	"unsafe"
 )
 
@@ -21,8 +20,8 @@ import (
 // The keys are sorted by a parallel radix sort with their indices, and the elements are
 // then moved into place through a buffer of len(s) elements: the work per element does not
 // grow with log(len(s)) as a comparison sort's does. Inputs already sorted by key are
-// detected after the extraction and left alone; small inputs use slices.SortStableFunc. A
-// panic in key is re-raised (as *PanicError when it happened in a parallel task) and leaves
+// detected after the extraction and left alone; small inputs are sorted the same way,
+// sequentially. A panic in key is re-raised (as *PanicError when it happened in a parallel task) and leaves
 // s unchanged.
 func SortStableByKey[T any, K cmp.Ordered](s []T, key func(T) K, opts ...Option) {
 	if key == nil {
@@ -40,17 +39,9 @@ func sortByKey[T any, K cmp.Ordered](s []T, key func(T) K, stable bool, opts []O
 		return
 	}
 	c := parResolve(n, sortMinGrain, opts)
-	byKey := func(a, b T) int { return cmp.Compare(key(a), key(b)) }
-	if c.seq {
-		if stable {
-			slices.SortStableFunc(s, byKey)
-		} else {
-			slices.SortFunc(s, byKey)
-		}
-		return
-	}
 	if uint64(n) > math.MaxUint32 {
 		// The radix records hold 32-bit indices.
+		byKey := func(a, b T) int { return cmp.Compare(key(a), key(b)) }
 		if stable {
 			SortStableFunc(s, byKey, opts...)
 		} else {
@@ -58,6 +49,8 @@ func sortByKey[T any, K cmp.Ordered](s []T, key func(T) K, stable bool, opts []O
 		}
 		return
 	}
+	// Small inputs (c.seq) take the same path, sequentially: key is still called once per
+	// element, which SortByCachedKey promises.
 	if reflect.TypeFor[K]().Kind() == reflect.String {
 		sortByStringKey(c, s, func(v T) string {
 			k := key(v)
@@ -74,7 +67,7 @@ func sortByKey[T any, K cmp.Ordered](s []T, key func(T) K, stable bool, opts []O
 // costs less than moving a large element in every radix pass).
 func sortByNumericKey[T any, K cmp.Ordered](c parCall, s []T, m func(K) uint64, key func(T) K, stable bool) {
 	n := len(s)
-	cf := parResolve(n, parMinGrain, []Option{WithPool(c.pool)})
+	cf := sortAux(c, n)
 	var z T
 	if unsafe.Sizeof(z) <= sortCarryMax {
 		recs, release := kvScratch[T](2 * n)
@@ -141,6 +134,14 @@ func kvScratch[V any](n int) ([]radixKV[V], func()) {
 	return unsafe.Slice((*radixKV[V])(unsafe.Pointer(unsafe.SliceData(words))), n), release
 }
 
+// sortAux returns the parallel call for the keyed sorts' cheap passes over n elements
+// (extraction, gather, copy): sequential when the sort itself is.
+func sortAux(c parCall, n int) parCall {
+	cf := parResolve(n, parMinGrain, []Option{WithPool(c.pool)})
+	cf.seq = cf.seq || c.seq
+	return cf
+}
+
 // radixKVPresorted reports 1 if the keys of a are non-decreasing (nothing to do), -1 if
 // they are non-increasing and reversing the elements sorts them (for a stable sort only
 // when they are strictly decreasing, since reversing swaps equal keys), and 0 otherwise.
@@ -174,7 +175,7 @@ func radixKVPresorted[V any](a []radixKV[V], stable bool) int {
 func sortGather[T, V any](c parCall, s []T, order []radixKV[V], idx func(*V) int) {
 	n := len(s)
 	tmp := make([]T, n)
-	cf := parResolve(n, parMinGrain, []Option{WithPool(c.pool)})
+	cf := sortAux(c, n)
 	parFor(cf, n, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
 			tmp[j] = s[idx(&order[j].v)]

@@ -109,7 +109,7 @@ func strRecords(c parCall, base []string) (a, buf []radixKV[uint32], release fun
 	n := len(base)
 	recs, release := kvScratch[uint32](2 * n)
 	a, buf = recs[:n], recs[n:]
-	cf := parResolve(n, parMinGrain, []Option{WithPool(c.pool)})
+	cf := sortAux(c, n)
 	parFor(cf, n, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			a[i] = radixKV[uint32]{strKey(base[i], 0), uint32(i)}
@@ -132,7 +132,7 @@ func sortStrings(c parCall, s []string) {
 func sortByStringKey[T any](c parCall, s []T, str func(T) string) {
 	n := len(s)
 	keys := make([]string, n)
-	cf := parResolve(n, parMinGrain, []Option{WithPool(c.pool)})
+	cf := sortAux(c, n)
 	parFor(cf, n, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			keys[i] = str(s[i])
