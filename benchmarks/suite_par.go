@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -69,10 +70,10 @@ func bparRandU64(n int, seed uint64) []uint64 {
 }
 
 // bparSortImpl measures sort on a fresh copy of in per iteration (the copy is untimed).
-func bparSortImpl(name string, in func() []uint64, sort func([]uint64)) Impl {
+func bparSortImpl[T any](name string, in func() []T, sort func([]T)) Impl {
 	return Impl{name, func(b *testing.B) {
 		src := in()
-		w := make([]uint64, len(src))
+		w := make([]T, len(src))
 		b.ReportAllocs()
 		for b.Loop() {
 			b.StopTimer()
@@ -81,6 +82,33 @@ func bparSortImpl(name string, in func() []uint64, sort func([]uint64)) Impl {
 			sort(w)
 		}
 	}}
+}
+
+// bparSortRec is a 16-byte record sorted by its key field.
+type bparSortRec struct{ key, val uint64 }
+
+// bparStrings returns n random strings of 8-32 bytes, half of them starting with one of a
+// few shared prefixes (as keys, paths and URLs do). Mirrors benchStrings in
+// blitz/bench_sort_test.go.
+func bparStrings(n int) []string {
+	prefixes := []string{"user:", "https://example.com/", "/var/log/", "order-2026-11-", "item_", "k"}
+	r := rand.New(rand.NewPCG(5, 5))
+	const alpha = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
+	s := make([]string, n)
+	var sb strings.Builder
+	for i := range s {
+		sb.Reset()
+		l := 8 + r.IntN(25)
+		if r.IntN(2) == 0 {
+			p := prefixes[r.IntN(len(prefixes))]
+			sb.WriteString(p[:min(len(p), l-2)])
+		}
+		for sb.Len() < l {
+			sb.WriteByte(alpha[r.IntN(len(alpha))])
+		}
+		s[i] = sb.String()
+	}
+	return s
 }
 
 // bparSeqMinByKey and bparSeqMap are the sequential definitions with the function passed
@@ -204,6 +232,37 @@ func bparCases(cfg Config) []Case {
 	srt := func() []uint64 { setup(); return sorted }
 	rev := func() []uint64 { setup(); return reverse }
 	eq := func() []uint64 { return make([]uint64, n) }
+	var sortRecs []bparSortRec
+	var sortStrs []string
+	var sortOnce sync.Once
+	sortSetup := func() {
+		sortOnce.Do(func() {
+			r := rand.New(rand.NewPCG(4, 4))
+			sortRecs = make([]bparSortRec, n)
+			for i := range sortRecs {
+				sortRecs[i] = bparSortRec{r.Uint64(), uint64(i)}
+			}
+			sortStrs = bparStrings(n / 10)
+		})
+	}
+	recIn := func() []bparSortRec { sortSetup(); return sortRecs }
+	strIn := func() []string { sortSetup(); return sortStrs }
+	recKey := func(r bparSortRec) uint64 { return r.key }
+	recCmp := func(a, b bparSortRec) int { return cmp.Compare(a.key, b.key) }
+	// The copy bandwidth beside the radix sorts, which are bound by it: a copy of the
+	// input (read and written once) in ns/op, to compare with the sort's passes.
+	copyRef := func(in func() []uint64) Impl {
+		return Impl{"copy (bandwidth)", func(b *testing.B) {
+			src := in()
+			dst := make([]uint64, len(src))
+			copy(dst, src) // fault the pages in before timing
+			b.ReportAllocs()
+			for b.Loop() {
+				bparChunks(len(src), func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+			}
+			bparGBs(b, 8*len(src))
+		}}
+	}
 	cmpU := cmp.Compare[uint64]
 	recs := func() []bparRec {
 		r := rand.New(rand.NewPCG(3, 4))
@@ -219,20 +278,43 @@ func bparCases(cfg Config) []Case {
 	cases := []Case{
 		sumCase("Sum/100M", big, "GB/s", "Rayon 2 threads: ~28 GB/s; copy = the machine's bandwidth", AtLeast(25)),
 		sumCase("Sum/1000", 1000, "", "small inputs never touch the pool", TimesBetter("loop", 1/1.2)),
-		sortCase("Sort/random", "Rayon par_sort_unstable ~150 ms for 10M", []Target{TimesBetter("slices.Sort", 5)}, rnd,
-			func(w []uint64) { blitz.Sort(w) }, []Impl{bparSortImpl("slices.Sort", rnd, slices.Sort[[]uint64])}),
+		{
+			Name: "Sort/random", Note: "Rayon par_sort_unstable 5.6-6.4x slices.Sort on 2 vCPUs",
+			Targets: []Target{TimesBetter("slices.Sort", 7)}, Ours: bparSortImpl("blitz", rnd, func(w []uint64) { blitz.Sort(w) }),
+			Roles:     map[string]Role{"copy (bandwidth)": RoleReference},
+			Baselines: []Impl{bparSortImpl("slices.Sort", rnd, slices.Sort[[]uint64]), copyRef(rnd)},
+		},
 		sortCase("Sort/sorted", presorted, nil, srt,
 			func(w []uint64) { blitz.Sort(w) }, []Impl{bparSortImpl("slices.Sort", srt, slices.Sort[[]uint64])}),
 		sortCase("Sort/reversed", presorted, nil, rev,
 			func(w []uint64) { blitz.Sort(w) }, []Impl{bparSortImpl("slices.Sort", rev, slices.Sort[[]uint64])}),
 		sortCase("Sort/equal", presorted, nil, eq,
 			func(w []uint64) { blitz.Sort(w) }, []Impl{bparSortImpl("slices.Sort", eq, slices.Sort[[]uint64])}),
-		sortCase("SortFunc/random", "", []Target{TimesBetter("slices.SortFunc", 1.7)}, rnd,
+		sortCase("SortFunc/random", "", []Target{TimesBetter("slices.SortFunc", 2.2)}, rnd,
 			func(w []uint64) { blitz.SortFunc(w, cmpU) },
 			[]Impl{bparSortImpl("slices.SortFunc", rnd, func(w []uint64) { slices.SortFunc(w, cmpU) })}),
-		sortCase("SortStableFunc/random", "Rayon par_sort ~400 ms", []Target{TimesBetter("slices.SortStableFunc", 4)}, rnd,
+		sortCase("SortStableFunc/random", "Rayon par_sort ~400 ms", []Target{TimesBetter("slices.SortStableFunc", 6)}, rnd,
 			func(w []uint64) { blitz.SortStableFunc(w, cmpU) },
 			[]Impl{bparSortImpl("slices.SortStableFunc", rnd, func(w []uint64) { slices.SortStableFunc(w, cmpU) })}),
+		{
+			Name: "SortByKey/records16", Note: "16-byte records by a uint64 field",
+			Targets:   []Target{TimesBetter("slices.SortFunc", 6)},
+			Ours:      bparSortImpl("blitz", recIn, func(w []bparSortRec) { blitz.SortByKey(w, recKey) }),
+			Baselines: []Impl{bparSortImpl("slices.SortFunc", recIn, func(w []bparSortRec) { slices.SortFunc(w, recCmp) })},
+		},
+		{
+			Name: "SortStableByKey/records16", Note: "16-byte records by a uint64 field",
+			Targets: []Target{TimesBetter("slices.SortStableFunc", 10)},
+			Ours:    bparSortImpl("blitz", recIn, func(w []bparSortRec) { blitz.SortStableByKey(w, recKey) }),
+			Baselines: []Impl{bparSortImpl("slices.SortStableFunc", recIn,
+				func(w []bparSortRec) { slices.SortStableFunc(w, recCmp) })},
+		},
+		{
+			Name: "Sort/strings", Note: "strings of 8-32 bytes, half with shared prefixes; a tenth as many as the other sorts",
+			Targets:   []Target{TimesBetter("slices.Sort", 3)},
+			Ours:      bparSortImpl("blitz", strIn, func(w []string) { blitz.Sort(w) }),
+			Baselines: []Impl{bparSortImpl("slices.Sort", strIn, slices.Sort[[]string])},
+		},
 		{
 			Name: "FindFirst/at0", Note: "match at index 0 of 10M (Rayon ~15-20 us)", Targets: []Target{AtMost(10_000)},
 			Ours: Impl{"blitz.FindFirst", func(b *testing.B) {

@@ -112,64 +112,6 @@ func randU64(n int, seed uint64) []uint64 {
 	return s
 }
 
-// benchSortInputs: random, sorted, reversed, all equal.
-func benchSortInputs(n int) [][2]any {
-	rnd := randU64(n, 1)
-	sorted := slices.Clone(rnd)
-	slices.Sort(sorted)
-	rev := slices.Clone(sorted)
-	slices.Reverse(rev)
-	return [][2]any{{"random", rnd}, {"sorted", sorted}, {"reversed", rev}, {"equal", make([]uint64, n)}}
-}
-
-// benchSort measures sort(w) where w is refilled from in before every iteration (outside
-// the timer).
-func benchSort(b *testing.B, in []uint64, sort func([]uint64)) {
-	w := make([]uint64, len(in))
-	b.ReportAllocs()
-	for b.Loop() {
-		b.StopTimer()
-		copy(w, in)
-		b.StartTimer()
-		sort(w)
-	}
-}
-
-func BenchmarkSort(b *testing.B) {
-	n := benchN(10_000_000, 1_000_000)
-	for _, in := range benchSortInputs(n) {
-		name, s := in[0].(string), in[1].([]uint64)
-		b.Run(name+"/blitz", func(b *testing.B) { benchSort(b, s, func(w []uint64) { Sort(w) }) })
-		b.Run(name+"/slices", func(b *testing.B) { benchSort(b, s, slices.Sort) })
-	}
-}
-
-func BenchmarkSortFunc(b *testing.B) {
-	n := benchN(10_000_000, 1_000_000)
-	for _, in := range benchSortInputs(n) {
-		name, s := in[0].(string), in[1].([]uint64)
-		b.Run(name+"/blitz", func(b *testing.B) {
-			benchSort(b, s, func(w []uint64) { SortFunc(w, cmp.Compare[uint64]) })
-		})
-		b.Run(name+"/slices", func(b *testing.B) {
-			benchSort(b, s, func(w []uint64) { slices.SortFunc(w, cmp.Compare[uint64]) })
-		})
-	}
-}
-
-func BenchmarkSortStableFunc(b *testing.B) {
-	n := benchN(10_000_000, 1_000_000)
-	for _, in := range benchSortInputs(n) {
-		name, s := in[0].(string), in[1].([]uint64)
-		b.Run(name+"/blitz", func(b *testing.B) {
-			benchSort(b, s, func(w []uint64) { SortStableFunc(w, cmp.Compare[uint64]) })
-		})
-		b.Run(name+"/slices", func(b *testing.B) {
-			benchSort(b, s, func(w []uint64) { slices.SortStableFunc(w, cmp.Compare[uint64]) })
-		})
-	}
-}
-
 var sinkBool bool
 
 func BenchmarkFindFirst(b *testing.B) {

@@ -15,8 +15,10 @@ const sortMinGrain = 1 << 14
 // other values in order). It is not stable.
 //
 // Integer and float element types (including named types based on them) are sorted with a
-// parallel radix sort (see sort_radix.go), which needs a scratch buffer of len(s) elements;
-// strings use the parallel pattern-defeating quicksort of SortFunc, in place. Already sorted,
+// parallel radix sort, which needs a scratch buffer of len(s) elements (kept for the next
+// sort of a similar size until a garbage collection). Strings are sorted by a parallel
+// radix sort over their bytes, 7 bytes per level, with two buffers of len(s) (key, index)
+// records; shared prefixes cost one pass per 7 bytes, not a comparison each. Already sorted,
 // reversed (non-increasing) and all-equal inputs are detected in one O(n) scan and cost no
 // sort. Small inputs are sorted sequentially. If the sort is interrupted (its pool refuses
 // a nested call because it is closing), the panic reaches the caller with s still a
@@ -69,16 +71,8 @@ func Sort[T cmp.Ordered](s []T, opts ...Option) {
 		default:
 			radixSort(c, unsafe.Slice((*uint64)(p), n))
 		}
-	default: // strings: cmp.Compare's NaN tests would cost two extra string comparisons
-		sortPdq(c, s, func(a, b T) int {
-			if a < b {
-				return -1
-			}
-			if b < a {
-				return 1
-			}
-			return 0
-		})
+	default: // strings: a string type has the layout of string
+		sortStrings(c, unsafe.Slice((*string)(p), n))
 	}
 }
 
@@ -100,7 +94,8 @@ func radixSigned[K radixKey](c parCall, a []K) {
 		}
 	}
 	cf := parResolve(len(a), parMinGrainCheap, []Option{WithPool(c.pool)})
-	parFor(cf, len(a), flip) // refused or done as a whole: no user code runs in it
+	parFor(cf, len(a), flip)                                         // refused or done as a whole: no user code runs in it
+	radixTraffic.Add(4 * int64(len(a)) * int64(unsafe.Sizeof(a[0]))) // this pass and the last
 	restored := false
 	defer func() {
 		if !restored {
@@ -134,6 +129,7 @@ func radixFloat[K radixKey](c parCall, a []K) {
 			w[i] = x ^ (-(x >> top) | sign)
 		}
 	})
+	radixTraffic.Add(4 * int64(len(a)) * int64(unsafe.Sizeof(a[0]))) // this pass and the last
 	restored := false
 	defer func() {
 		if !restored {
@@ -252,52 +248,29 @@ func SortDesc[T cmp.Ordered](s []T, opts ...Option) {
 	parReverse(parResolve(len(s), sortMinGrain, opts), s)
 }
 
-// SortByKey sorts s in ascending order of key(element), in parallel (keys compared with
-// cmp.Compare). key is called twice per comparison, so it should be cheap: see
-// SortByCachedKey for expensive keys. It is not stable.
+// SortByKey sorts s in ascending order of key(element) (keys compared as by cmp.Compare:
+// NaNs first, -0 equal to +0), in parallel. It is not guaranteed to be stable (the current
+// implementation is, except that an input whose keys are non-increasing is reversed).
+// key is called exactly once per element, in parallel, so it must be safe for concurrent
+// use. See SortStableByKey for the algorithm: a radix sort of the extracted keys with
+// their indices, then one permutation of the elements through a buffer of len(s)
+// elements. A panic in key is re-raised (as *PanicError when it happened in a parallel
+// task) and leaves s unchanged.
 func SortByKey[T any, K cmp.Ordered](s []T, key func(T) K, opts ...Option) {
 	if key == nil {
 		parNil("SortByKey", "key")
 	}
-	SortFunc(s, func(a, b T) int { return cmp.Compare(key(a), key(b)) }, opts...)
+	sortByKey(s, key, false, opts)
 }
 
 // SortByCachedKey sorts s in ascending order of key(element), calling key exactly once per
-// element (in parallel). It is stable: the (key, original index) pairs are sorted in
-// parallel, then the elements are permuted through a buffer of len(s) elements.
+// element (in parallel). It is stable: the same sort as SortStableByKey, which also calls
+// key once per element.
 func SortByCachedKey[T any, K cmp.Ordered](s []T, key func(T) K, opts ...Option) {
 	if key == nil {
 		parNil("SortByCachedKey", "key")
 	}
-	type pair struct {
-		k K
-		i int
-	}
-	n := len(s)
-	checkOptsOpen(opts) // a closed pool panics whatever n is
-	if n < 2 {
-		return
-	}
-	c := parResolve(n, parMinGrain, opts)
-	pairs := make([]pair, n)
-	parFor(c, n, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			pairs[i] = pair{key(s[i]), i}
-		}
-	})
-	SortFunc(pairs, func(a, b pair) int {
-		if r := cmp.Compare(a.k, b.k); r != 0 {
-			return r
-		}
-		return cmp.Compare(a.i, b.i)
-	}, opts...)
-	tmp := make([]T, n)
-	parFor(c, n, func(lo, hi int) {
-		for j := lo; j < hi; j++ {
-			tmp[j] = s[pairs[j].i]
-		}
-	})
-	parCopy(c, s, tmp)
+	sortByKey(s, key, true, opts)
 }
 
 // SortStableFunc sorts s as determined by cmp (see SortFunc), keeping the original order of

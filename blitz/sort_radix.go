@@ -10,20 +10,26 @@ import (
 // Parallel radix sort for integer and float keys, used by Sort.
 //
 // A comparison sort cannot sort 10M keys 5x faster than slices.Sort on two cores (the
-// best it can do is about 2x). Radix sort does O(1) work per key per 8-bit digit. The layout
-// is "MSD once, then LSD in cache":
+// best it can do is about 2x). Radix sort does O(1) work per key per digit. The layout is
+// "one MSD pass through memory, then MSD passes in cache":
 //
 //  1. One parallel pass finds which bits vary at all (OR of key XOR first key) and so the
 //     highest varying digit: keys that share their top bits (small integers in a uint64)
 //     cost no passes for those bits.
-//  2. A parallel MSD pass distributes the keys by that digit into a scratch buffer: each
-//     chunk counts its digits (parallel), prefix sums give every (chunk, digit) pair its
-//     own output range, and each chunk scatters its keys (parallel, no two chunks write the
-//     same slot, so no synchronization is needed beyond the join between the passes).
-//  3. The 256 buckets are sorted independently, in parallel. A bucket that fits in cache is
-//     sorted with LSD radix on the remaining bits: all digit histograms in one read pass,
-//     then one scatter pass per digit, skipping digits that are equal for every key of the
-//     bucket. Bigger buckets (skewed inputs) take another MSD pass first.
+//  2. A parallel MSD pass distributes the keys by a wide digit (radixTopWidth: 10 bits for
+//     10M uint64) into a scratch buffer: each chunk counts its digits (parallel), prefix
+//     sums give every (chunk, digit) pair its own output range, and each chunk scatters its
+//     keys (parallel, no two chunks write the same slot, so no synchronization is needed
+//     beyond the join between the passes).
+//  3. The buckets (about 128 KB each) are sorted independently, in parallel, back into the
+//     caller's slice. In a bucket, which is in cache, a narrower MSD pass on the bits below
+//     the bucket's highest varying bit leaves sub-buckets of a few keys, which insertion sort
+//     finishes. Buckets too big for the cache (skewed inputs) take another 8-bit pass first.
+//
+// So random keys cross memory in five streams of 8 bytes per uint64 (the count read, the
+// scatter's read and write, the buckets' read and write: 40 bytes per key, which the
+// benchmarks report as B/elem), whatever the key width; an LSD sort would make one read and
+// one write per 8-bit digit, 128 bytes for a uint64.
 //
 // Keys are unsigned words. Signed and float keys are mapped onto unsigned order by a
 // bijection applied in place before the sort and undone after it (radixSigned, radixFloat
@@ -38,10 +44,13 @@ type radixKey interface {
 }
 
 const (
-	radixInsertion = 48      // buckets up to this size are insertion sorted
-	radixLSDMax    = 1 << 16 // buckets up to this size are LSD sorted (fits in L2 with its scratch)
+	radixInsertion = 24      // buckets up to this size are insertion sorted
+	radixLSDMax    = 1 << 16 // buckets up to this size are sorted in cache with narrow digits
 	radixParMin    = 1 << 14 // sub-bucket loops over at least this many keys run in parallel
 	radixTopMax    = 12      // widest first (parallel MSD) digit, for the largest inputs
+	radixBucketLog = 17      // the first digit aims at buckets of about 1<<radixBucketLog bytes
+
+	radixSubMax = 11 // widest digit of the in-cache MSD passes
 )
 
 // radixScratch caches the scratch buffer of the last large radix sort. A fresh 80 MB buffer
@@ -87,12 +96,13 @@ func radixBuffer[K radixKey](n int) ([]K, func()) {
 func radixSort[K radixKey](c parCall, a []K) {
 	n := len(a)
 	k0 := a[0]
-	// The top digit is wide enough that its buckets fit in the L2 cache with their
-	// scratch (about 2K keys each: 10M keys make 4096 buckets), and at most 12 bits so
-	// that its scatter writes to few enough streams. Measured on 10M random uint64 with
-	// the top digit 8/10/11/12 bits wide: 210/135/133/120 ms.
+	// The top digit is wide enough that its buckets (about 128 KB) fit in the L2 cache
+	// with their scratch, and at most 12 bits so that its scatter writes to few enough
+	// streams: each stream writes its own pages, and more streams than the TLB has
+	// entries make every write a TLB miss. 10M random uint64 with the top digit 9/10/11/12
+	// bits wide: 337/328/372/390 ms of CPU per sort.
 	nb := uint(unsafe.Sizeof(k0)) * 8
-	width := min(max(uint(bits.Len(uint(n)>>11)), 8), radixTopMax, nb)
+	width := min(radixTopWidth(n, int(unsafe.Sizeof(k0))), nb)
 	size := max((n+4*c.workers-1)/(4*c.workers), 1<<12)
 	nc := (n + size - 1) / size
 
@@ -114,6 +124,8 @@ func radixSort[K radixKey](c parCall, a []K) {
 		}
 		diffs[ci] = d
 	})
+	ksz := int64(unsafe.Sizeof(k0))
+	radixTraffic.Add(int64(n) * ksz)
 	var diff K
 	for _, d := range diffs {
 		diff |= d
@@ -134,6 +146,7 @@ func radixSort[K radixKey](c parCall, a []K) {
 				h[(x>>shift)&mask]++
 			}
 		})
+		radixTraffic.Add(int64(n) * ksz)
 	}
 	buf, release := radixBuffer[K](n)
 	defer release()
@@ -160,6 +173,7 @@ func radixSort[K radixKey](c parCall, a []K) {
 		}
 	})
 
+	radixTraffic.Add(4 * int64(n) * ksz) // the scatter, then the buckets back into a
 	sortTest(2)
 	// Sort the buckets (now in buf) back into a; a big bucket (skewed input) forks its own
 	// sub-buckets. Until here a was only read, so an interruption (a refused call) left it
@@ -176,36 +190,95 @@ func radixSort[K radixKey](c parCall, a []K) {
 	})
 }
 
+// radixTopWidth is the width of the first digit for n keys or records of size bytes.
+func radixTopWidth(n, size int) uint {
+	return min(max(uint(bits.Len(uint(n)*uint(size)>>radixBucketLog)), 8), radixTopMax)
+}
+
 // radixRec sorts the keys in data whose bits at and above nbits are all equal. The sorted
 // keys end in other if toOther, else in data; the other slice is scratch. t is non-nil
 // when sub-buckets may be sorted in parallel.
+//
+// A bucket is sorted by further MSD passes on the digit just below its highest varying
+// bit, with a digit narrow enough that the sub-buckets come out a few keys long, which
+// insertion sort then finishes. For random keys that is one counting pass, one scatter
+// and a short insertion sort per key, all in cache (an LSD sort of the remaining 52 bits
+// of a uint64 bucket took 7 scatter passes and made the whole sort 1.8x slower).
 func radixRec[K radixKey](t *Task, data, other []K, nbits uint, toOther bool) {
 	n := len(data)
-	if n <= radixInsertion || nbits == 0 {
-		if nbits > 0 {
-			for i := 1; i < n; i++ {
-				x := data[i]
-				kx := x
-				j := i
-				for ; j > 0 && data[j-1] > kx; j-- {
-					data[j] = data[j-1]
-				}
-				data[j] = x
-			}
-		}
+	if nbits == 0 { // every key of the bucket is equal
 		if toOther {
 			copy(other, data)
 		}
 		return
 	}
-	if n <= radixLSDMax {
-		radixLSD(data, other, nbits, toOther)
+	if n <= radixInsertion {
+		radixInsert(data, other, toOther)
 		return
 	}
-	// Another MSD pass on the top remaining digit, data -> other.
+	// Skip the bits that no key of the bucket varies in (one read, in cache): keys that
+	// share more than the bucket's prefix would otherwise cost passes that move nothing.
+	k0 := data[0]
+	var diff K
+	for _, x := range data {
+		diff |= x ^ k0
+	}
+	if diff == 0 {
+		if toOther {
+			copy(other, data)
+		}
+		return
+	}
+	vary := uint(bits.Len64(uint64(diff)))
+	if n > radixLSDMax {
+		radixWide(t, data, other, vary, toOther)
+		return
+	}
+	// About two keys per sub-bucket: the counts (at most 2K, in cache) cost less than
+	// insertion-sorting longer sub-buckets, which mispredicts about once per key.
+	width := min(uint(max(bits.Len(uint(n))-2, 2)), radixSubMax, vary)
+	shift := vary - width
+	mask := K(1)<<width - 1
+	nd := 1 << width
+	var off [1 << radixSubMax]int32
+	for _, x := range data {
+		off[(x>>shift)&mask]++
+	}
+	s := int32(0)
+	for d := range nd {
+		s, off[d] = s+off[d], s
+	}
+	for _, x := range data {
+		d := (x >> shift) & mask
+		other[off[d]] = x
+		off[d]++
+	}
+	// off[d] is now the end of sub-bucket d and the start of d+1.
+	b := int32(0)
+	for d := range nd {
+		e := off[d]
+		switch e - b {
+		case 0:
+		case 1:
+			if !toOther {
+				data[b] = other[b]
+			}
+		default:
+			radixRec(nil, other[b:e], data[b:e], shift, !toOther)
+		}
+		b = e
+	}
+}
+
+// radixWide is radixRec's pass for a bucket too big for the cache (skewed inputs): an
+// 8-bit digit, whose 256 sub-buckets are sorted as tasks when t is not nil.
+func radixWide[K radixKey](t *Task, data, other []K, vary uint, toOther bool) {
+	n := len(data)
+	// Too big for the cache: the varying-bits read, the count and the scatter go to memory.
+	radixTraffic.Add(4 * int64(n) * int64(unsafe.Sizeof(data[0])))
 	shift := uint(0)
-	if nbits > 8 {
-		shift = nbits - 8
+	if vary > 8 {
+		shift = vary - 8
 	}
 	var off [256]int
 	for _, x := range data {
@@ -238,6 +311,30 @@ func radixRec[K radixKey](t *Task, data, other []K, nbits uint, toOther bool) {
 	radixBuckets(t, 0, 256, sub)
 }
 
+// radixInsert sorts data by insertion; the result ends in other if toOther (data is then
+// left as it was), else in data.
+func radixInsert[K radixKey](data, other []K, toOther bool) {
+	if toOther {
+		other = other[:len(data)]
+		for i, x := range data {
+			j := i
+			for ; j > 0 && other[j-1] > x; j-- {
+				other[j] = other[j-1]
+			}
+			other[j] = x
+		}
+		return
+	}
+	for i := 1; i < len(data); i++ {
+		x := data[i]
+		j := i
+		for ; j > 0 && data[j-1] > x; j-- {
+			data[j] = data[j-1]
+		}
+		data[j] = x
+	}
+}
+
 // radixBuckets runs sub for the buckets [lo, hi) with fork-join halving.
 func radixBuckets(t *Task, lo, hi int, sub func(t *Task, d int)) {
 	if hi-lo == 1 {
@@ -246,51 +343,4 @@ func radixBuckets(t *Task, lo, hi int, sub func(t *Task, d int)) {
 	}
 	mid := (lo + hi) / 2
 	Join(t, func(t *Task) { radixBuckets(t, lo, mid, sub) }, func(t *Task) { radixBuckets(t, mid, hi, sub) })
-}
-
-// radixLSD sorts data by the digits below nbits, least significant first.
-func radixLSD[K radixKey](data, other []K, nbits uint, toOther bool) {
-	n := len(data)
-	nd := int((nbits + 7) / 8)
-	var cnt [8][256]int
-	// All histograms in one read: a digit histogram does not depend on the order of the
-	// keys, so the ones for later passes are valid before the earlier passes move keys.
-	switch nd {
-	case 1:
-		for _, x := range data {
-			cnt[0][uint8(x)]++
-		}
-	default:
-		for _, x := range data {
-			k := x
-			for j := range nd {
-				cnt[j][uint8(k>>(8*uint(j)))]++
-			}
-		}
-	}
-	src, dst := data, other
-	inOther := false
-	k0 := data[0]
-	for j := range nd {
-		sh := 8 * uint(j)
-		h := &cnt[j]
-		if h[uint8(k0>>sh)] == n {
-			continue // every key has this digit: the pass would not move anything
-		}
-		s := 0
-		for d := range 256 {
-			s, h[d] = s+h[d], s
-		}
-		dst = dst[:len(src)]
-		for _, x := range src {
-			d := uint8(x >> sh)
-			dst[h[d]] = x
-			h[d]++
-		}
-		src, dst = dst, src
-		inOther = !inOther
-	}
-	if inOther != toOther {
-		copy(dst, src)
-	}
 }
