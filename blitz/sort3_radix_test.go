@@ -187,10 +187,12 @@ type (
 		k  K
 		id int32
 	}
+	// sort3Large is larger than 32 bytes, so the keyed sorts move indices, not the
+	// elements: _ pads it without a field anyone reads.
 	sort3Large[K any] struct {
-		k   K
-		id  int
-		pad [5]uint64
+		k  K
+		id int
+		_  [5]uint64
 	}
 	sort3Ptr[K any] struct {
 		k  K
