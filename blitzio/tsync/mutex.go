@@ -83,8 +83,19 @@ func (w *waiter) queuedAt() int64 { return w.want }
 // forms. Unlock it exactly once; a typical task or goroutine does so with defer. The
 // zero MutexGuard holds nothing (Unlock panics).
 type MutexGuard struct {
-	m   *Mutex
-	gen uint64
+	m *Mutex
+	// held is the state word this hold owns, flags aside: its generation with mLocked
+	// (so Unlock's fast path is one CAS of constants).
+	held uint64
+}
+
+// mFlags are the state bits below the generation.
+const mFlags = mGenOne - 1
+
+// heldIn returns the guard of the hold that locked m in state s (or, for a hand-off,
+// in state s with mLocked kept).
+func heldIn(m *Mutex, s uint64) MutexGuard {
+	return MutexGuard{m: m, held: s&^mFlags | mLocked}
 }
 
 //go:noinline
@@ -100,7 +111,7 @@ func (m *Mutex) TryLock() (MutexGuard, bool) {
 	// nothing and keeps a newcomer out of a hand-off even if that ever changed.)
 	if m != nil {
 		if s := m.state.Load(); s&(mLocked|mHandOff) == 0 && m.state.CompareAndSwap(s, s|mLocked) {
-			return MutexGuard{m: m, gen: s >> mGenShift}, true
+			return heldIn(m, s), true
 		}
 	}
 	return m.tryLockSlow()
@@ -117,7 +128,7 @@ func (m *Mutex) tryLockSlow() (MutexGuard, bool) {
 			return MutexGuard{}, false
 		}
 		if m.state.CompareAndSwap(s, s|mLocked) {
-			return MutexGuard{m: m, gen: s >> mGenShift}, true
+			return heldIn(m, s), true
 		}
 	}
 }
@@ -166,7 +177,7 @@ func (m *Mutex) IsLocked() bool { return m.state.Load()&mLocked != 0 }
 func (g MutexGuard) Unlock() {
 	// Fast path, one CAS: held by this guard's generation and nobody waits. (A zero
 	// guard's nil m goes to the slow path, which names the mistake.)
-	if m := g.m; m == nil || !m.state.CompareAndSwap(g.gen<<mGenShift|mLocked, (g.gen+1)<<mGenShift) {
+	if m := g.m; m == nil || !m.state.CompareAndSwap(g.held, g.held+(mGenOne-mLocked)) {
 		g.unlockSlow()
 	}
 }
@@ -180,7 +191,7 @@ func (g MutexGuard) unlockSlow() { g.unlock(nil) }
 // runs next on this worker (blitzio.Waker.WakeFrom), which keeps a hot lock on one
 // worker's cache.
 func (g MutexGuard) UnlockFrom(cx *blitzio.Context) {
-	if g.m != nil && g.m.state.CompareAndSwap(g.gen<<mGenShift|mLocked, (g.gen+1)<<mGenShift) {
+	if g.m != nil && g.m.state.CompareAndSwap(g.held, g.held+(mGenOne-mLocked)) {
 		return
 	}
 	g.unlock(cx)
@@ -193,7 +204,7 @@ func (g MutexGuard) unlock(cx *blitzio.Context) {
 	}
 	for {
 		s := m.state.Load()
-		if s&mLocked == 0 || s>>mGenShift != g.gen {
+		if s&^(mFlags&^mLocked) != g.held {
 			panic("tsync: MutexGuard unlocked twice (the guard, or a copy of it, was already unlocked)")
 		}
 		if s&mHandOff == 0 {
@@ -357,7 +368,7 @@ func (f *LockFuture) Poll(cx *blitzio.Context) (MutexGuard, bool) {
 		// long as it is not being handed off).
 		m := f.m
 		if s := m.state.Load(); s&(mLocked|mHandOff) == 0 && m.state.CompareAndSwap(s, s|mLocked) {
-			f.guard, f.st = MutexGuard{m: m, gen: s >> mGenShift}, futDone
+			f.guard, f.st = heldIn(m, s), futDone
 			return f.guard, true
 		}
 		return f.pollQueue(cx)
@@ -374,7 +385,7 @@ func (f *LockFuture) pollQueue(cx *blitzio.Context) (MutexGuard, bool) {
 		if s&(mLocked|mHandOff) == 0 {
 			if m.state.CompareAndSwap(s, s|mLocked) {
 				m.mu.Unlock()
-				return f.finish(MutexGuard{m: m, gen: s >> mGenShift})
+				return f.finish(heldIn(m, s))
 			}
 			continue
 		}
@@ -414,7 +425,7 @@ func (f *LockFuture) pollSlow(cx *blitzio.Context) (MutexGuard, bool) {
 		if f.w.got == wokenOnly {
 			return f.compete(cx)
 		}
-		return f.finish(MutexGuard{m: m, gen: uint64(f.w.got)})
+		return f.finish(heldIn(m, uint64(f.w.got)<<mGenShift))
 	}
 	m.mu.Lock()
 	if f.w.notified {
@@ -425,7 +436,7 @@ func (f *LockFuture) pollSlow(cx *blitzio.Context) (MutexGuard, bool) {
 		if got == wokenOnly {
 			return f.compete(cx)
 		}
-		return f.finish(MutexGuard{m: m, gen: uint64(got)})
+		return f.finish(heldIn(m, uint64(got)<<mGenShift))
 	}
 	if w := cx.Waker(); !f.w.waker.WillWake(w) {
 		f.w.waker = w
@@ -446,7 +457,7 @@ func (f *LockFuture) compete(cx *blitzio.Context) (MutexGuard, bool) {
 		}
 		// Free, so not in hand-off mode: take it, and the wake is spent.
 		if m.state.CompareAndSwap(s, (s|mLocked)&^mWoken) {
-			return f.finish(MutexGuard{m: m, gen: s >> mGenShift})
+			return f.finish(heldIn(m, s))
 		}
 	}
 	// A running task took the lock first.
@@ -457,7 +468,7 @@ func (f *LockFuture) compete(cx *blitzio.Context) (MutexGuard, bool) {
 		if s&mLocked == 0 {
 			if m.state.CompareAndSwap(s, (s|mLocked)&^mWoken) {
 				m.mu.Unlock()
-				return f.finish(MutexGuard{m: m, gen: s >> mGenShift})
+				return f.finish(heldIn(m, s))
 			}
 			continue
 		}
