@@ -175,11 +175,24 @@ func (m *Mutex) IsLocked() bool { return m.state.Load()&mLocked != 0 }
 // mode: hands the lock to it). It panics if the guard was already unlocked (through this
 // copy or another) or is the zero guard.
 func (g MutexGuard) Unlock() {
-	// Fast path, one CAS: held by this guard's generation and nobody waits. (A zero
-	// guard's nil m goes to the slow path, which names the mistake.)
-	if m := g.m; m == nil || !m.state.CompareAndSwap(g.held, g.held+(mGenOne-mLocked)) {
+	if !g.release() {
 		g.unlockSlow()
 	}
+}
+
+// release is the fast path of Unlock, one load and one CAS: in normal mode, when the
+// hold is this guard's and nobody needs waking (no waiters, or a woken one already on
+// its way, the steady state of a contended lock), free the lock keeping the other flags.
+// It reports false, leaving everything else (a wake, a hand-off, a zero or stale guard)
+// to the slow path.
+func (g MutexGuard) release() bool {
+	m := g.m
+	if m == nil {
+		return false // the slow path names the mistake
+	}
+	s := m.state.Load()
+	return s&^(mWaiters|mWoken) == g.held && s&(mWaiters|mWoken) != mWaiters &&
+		m.state.CompareAndSwap(s, s+(mGenOne-mLocked))
 }
 
 // unlockSlow is unlock without a Context, kept out of line so Unlock inlines.
@@ -191,10 +204,9 @@ func (g MutexGuard) unlockSlow() { g.unlock(nil) }
 // runs next on this worker (blitzio.Waker.WakeFrom), which keeps a hot lock on one
 // worker's cache.
 func (g MutexGuard) UnlockFrom(cx *blitzio.Context) {
-	if g.m != nil && g.m.state.CompareAndSwap(g.held, g.held+(mGenOne-mLocked)) {
-		return
+	if !g.release() {
+		g.unlock(cx)
 	}
-	g.unlock(cx)
 }
 
 func (g MutexGuard) unlock(cx *blitzio.Context) {
@@ -348,10 +360,12 @@ func (l *waitList) pushFront(w *waiter) {
 //
 // A waiting future is linked into the primitive's queue: do not copy it once polled.
 type LockFuture struct {
-	m     *Mutex
-	w     waiter
-	guard MutexGuard
-	st    uint8
+	m *Mutex
+	w waiter
+	// held is the guard's state word once done (the guard is MutexGuard{m, held}): one
+	// word, not a guard with a pointer, so taking the lock stores no pointer.
+	held uint64
+	st   uint8
 }
 
 const (
@@ -368,8 +382,9 @@ func (f *LockFuture) Poll(cx *blitzio.Context) (MutexGuard, bool) {
 		// long as it is not being handed off).
 		m := f.m
 		if s := m.state.Load(); s&(mLocked|mHandOff) == 0 && m.state.CompareAndSwap(s, s|mLocked) {
-			f.guard, f.st = heldIn(m, s), futDone
-			return f.guard, true
+			g := heldIn(m, s)
+			f.held, f.st = g.held, futDone
+			return g, true
 		}
 		return f.pollQueue(cx)
 	}
@@ -409,7 +424,7 @@ func (f *LockFuture) pollQueue(cx *blitzio.Context) (MutexGuard, bool) {
 func (f *LockFuture) pollSlow(cx *blitzio.Context) (MutexGuard, bool) {
 	switch f.st {
 	case futDone:
-		return f.guard, true
+		return MutexGuard{m: f.m, held: f.held}, true
 	case futDropped:
 		panic("tsync: LockFuture polled after Drop")
 	case futIdle:
@@ -492,7 +507,7 @@ func (f *LockFuture) compete(cx *blitzio.Context) (MutexGuard, bool) {
 }
 
 func (f *LockFuture) finish(g MutexGuard) (MutexGuard, bool) {
-	f.guard, f.st = g, futDone
+	f.held, f.st = g.held, futDone
 	return g, true
 }
 
@@ -554,7 +569,7 @@ func (f *LockFuture) Reset() {
 	if f.st == futWaiting {
 		f.Drop()
 	}
-	f.st, f.guard = futIdle, MutexGuard{}
+	f.st = futIdle
 }
 
 // MutexOf is a Mutex that owns the value it protects, like Tokio's Mutex<T>: the value is
