@@ -18,10 +18,10 @@ import (
 // with tasks and goroutines that are running and want the lock. A running task usually
 // wins (it is already on a CPU, and a woken task must first be scheduled), so a task can
 // lock many times in a row while others wait, which is what makes a contended Mutex fast;
-// the woken waiter that loses goes back to the front of the queue. A waiter that has
-// waited more than 1 ms switches the lock to hand-off mode: Unlock hands the lock
-// directly to the oldest waiter, and newcomers (TryLock included) queue behind the
-// waiters instead of taking it. The lock returns to normal mode once a waiter that gets
+// the woken waiter that loses goes back to the front of the queue. A woken waiter that
+// loses after waiting more than 1 ms switches the lock to hand-off mode: Unlock hands
+// the lock directly to the oldest waiter, and newcomers (TryLock included) queue behind
+// the waiters instead of taking it. The lock returns to normal mode once a waiter that gets
 // it has waited less than 1 ms, or nobody is left waiting. So the lock is fair in the
 // sense that no waiter starves (waits much beyond a millisecond while others keep
 // taking the lock), but it is not strictly first-come, first-served.
@@ -44,10 +44,11 @@ type Mutex struct {
 }
 
 // The bits of Mutex.state below the generation. Invariants (each transition below keeps
-// them): mWaiters is set exactly when the queue is not empty; mHandOff implies mLocked
-// and mWaiters (hand-off mode lasts while somebody waits and ends with a free lock);
-// mWoken is set exactly while one woken waiter, unlinked from the queue, has not yet
-// taken the lock, re-queued or been dropped, and never in hand-off mode.
+// them, as seen under mu): mWaiters is set exactly when the queue is not empty (a
+// waiter sets it just before it links itself); mHandOff implies mLocked and mWaiters
+// (hand-off mode lasts while somebody waits and ends with a free lock); mWoken is set
+// exactly while one woken waiter, unlinked from the queue, has not yet taken the lock,
+// re-queued or been dropped, and never in hand-off mode.
 const (
 	mLocked   = 1 << iota // held
 	mWaiters              // the queue is not empty
@@ -85,7 +86,7 @@ func (w *waiter) queuedAt() int64 { return w.want }
 type MutexGuard struct {
 	m *Mutex
 	// held is the state word this hold owns, flags aside: its generation with mLocked
-	// (so Unlock's fast path is one CAS of constants).
+	// (so Unlock compares it and frees the lock without shifting).
 	held uint64
 }
 

@@ -445,3 +445,43 @@ func TestMutexLoopersDoNotStarveWaiters(t *testing.T) {
 		t.Fatalf("counter = %d, want at least %d", counter, waiters)
 	}
 }
+
+// TestMutexHandOffAllocatesNothing: the starvation path (queue, woken, beaten, re-queued
+// at the front in hand-off mode, handed the lock) allocates nothing once the future
+// exists, as the normal path does (TestMutexWaitAllocatesNothing).
+func TestMutexHandOffAllocatesNothing(t *testing.T) {
+	clk := &fakeClock{}
+	setMutexClock(t, clk.now)
+	var m Mutex
+	tc := newTestCx()
+	f := m.LockAsync()
+	g, _ := m.TryLock()
+	handOffs := 0
+	cycle := func() {
+		f.Reset()
+		f.Poll(tc.cx) // queues behind g
+		clk.advance(2 * starvationThreshold)
+		g.Unlock()          // wakes f
+		b, _ := m.TryLock() // a running caller barges in
+		f.Poll(tc.cx)       // f loses, starving: hand-off mode
+		if m.state.Load()&mHandOff != 0 {
+			handOffs++
+		}
+		b.Unlock() // hands the lock to f
+		var ok bool
+		if g, ok = f.Poll(tc.cx); !ok {
+			panic("starving waiter not handed the lock")
+		}
+	}
+	cycle()
+	if a := testing.AllocsPerRun(100, cycle); a != 0 {
+		t.Fatalf("hand-off cycle: %v allocs", a)
+	}
+	if handOffs != 102 { // AllocsPerRun runs the function once more to warm up
+		t.Fatalf("%d of 102 cycles went through hand-off mode", handOffs)
+	}
+	g.Unlock()
+	if _, ok := m.TryLock(); !ok {
+		t.Fatal("lock not free")
+	}
+}
