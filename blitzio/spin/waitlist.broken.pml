@@ -1,6 +1,7 @@
 /*
  * Promela model of the waiter-list hand-off of package tsync (blitzio/tsync/waitlist.go
- * and notify.go; Mutex, Semaphore, RwLock and OnceCell hand off the same way): a
+ * and notify.go; Semaphore, RwLock, OnceCell and Mutex in hand-off mode hand off the
+ * same way; mutex.pml models Mutex's normal mode, where a waiter is woken to compete): a
  * notification handed to a waiter races the waiter being dropped (the loser of a Select,
  * an expired Timeout, an aborted task).
  *

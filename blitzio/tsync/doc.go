@@ -21,8 +21,10 @@
 //
 // The primitives:
 //
-//   - Mutex (and MutexOf, which owns its value): a fair lock handed over in arrival
-//     order, unlocked through a guard that refuses to unlock twice.
+//   - Mutex (and MutexOf, which owns its value): a lock with sync.Mutex's fairness
+//     (running tasks may take it ahead of a woken waiter, but a waiter that has waited
+//     1 ms gets it handed over, so none starves), unlocked through a guard that
+//     refuses to unlock twice.
 //   - RwLock: readers or one writer, fair both ways.
 //   - Semaphore: n permits, FIFO, with Permit.Release, Permit.Forget and Close.
 //   - Notify: NotifyOne (with a stored permit) and NotifyWaiters.

@@ -45,9 +45,13 @@ func TestMutexTryLockAndGuardMisuse(t *testing.T) {
 	expectPanic(t, "nil *Mutex", func() { nm.TryLock() })
 }
 
-// TestMutexFIFOHandOff queues waiters by hand and checks each Unlock hands the lock to the
-// oldest one, and that a newcomer cannot barge in between.
-func TestMutexFIFOHandOff(t *testing.T) {
+// TestMutexNormalModeWakesInOrder: in normal mode an Unlock frees the lock and wakes the
+// oldest waiter; a running caller may take the lock first (barging), and the woken waiter
+// that loses goes back to the front of the queue, so waiters are still woken in arrival
+// order and only one wake is outstanding at a time. (The clock is frozen so nobody
+// starves; mutex2_fair_test.go covers hand-off mode.)
+func TestMutexNormalModeWakesInOrder(t *testing.T) {
+	setMutexClock(t, func() int64 { return 0 })
 	var m Mutex
 	tc := newTestCx()
 	g, _ := m.TryLock()
@@ -59,27 +63,48 @@ func TestMutexFIFOHandOff(t *testing.T) {
 			t.Fatalf("waiter %d got a held lock", i)
 		}
 	}
-	for i := range fs {
-		g.Unlock()
-		if _, ok := m.TryLock(); ok {
-			t.Fatalf("TryLock barged in ahead of waiter %d", i)
+	g.Unlock()
+	if m.IsLocked() || tc.wakes.Load() != 1 {
+		t.Fatalf("after Unlock with waiters: locked=%v, %d wakes; want a free lock and 1 wake", m.IsLocked(), tc.wakes.Load())
+	}
+	// A running caller barges in ahead of the woken waiter 0, twice; the second Unlock
+	// wakes nobody, since waiter 0's wake is still outstanding.
+	for range 2 {
+		b, ok := m.TryLock()
+		if !ok {
+			t.Fatal("TryLock refused a free lock in normal mode")
 		}
+		b.Unlock()
+	}
+	if got := tc.wakes.Load(); got != 1 {
+		t.Fatalf("%d wakes, want 1: a second waiter was woken while a wake was outstanding", got)
+	}
+	b, _ := m.TryLock()
+	// Waiter 0 loses the race and goes back to the front.
+	if _, ok := fs[0].Poll(tc.cx); ok {
+		t.Fatal("woken waiter took a held lock")
+	}
+	b.Unlock()
+	if got := tc.wakes.Load(); got != 2 {
+		t.Fatalf("%d wakes, want 2", got)
+	}
+	for i := range fs {
 		for j := i + 1; j < n; j++ {
 			if _, ok := fs[j].Poll(tc.cx); ok {
-				t.Fatalf("after %d unlocks, waiter %d got the lock before waiter %d", i+1, j, i)
+				t.Fatalf("waiter %d got the lock before waiter %d", j, i)
 			}
 		}
 		var ok bool
 		if g, ok = fs[i].Poll(tc.cx); !ok {
-			t.Fatalf("waiter %d not handed the lock", i)
+			t.Fatalf("waiter %d, woken with the lock free, did not take it", i)
+		}
+		g.Unlock()
+		if want := int64(i + 3); i < n-1 && tc.wakes.Load() != want {
+			t.Fatalf("after waiter %d unlocked: %d wakes, want %d", i, tc.wakes.Load(), want)
 		}
 	}
-	if got := tc.wakes.Load(); got != n {
-		t.Fatalf("%d wakes for %d hand-offs", got, n)
-	}
-	g.Unlock()
-	if m.IsLocked() {
-		t.Fatal("locked after the last unlock")
+	if m.IsLocked() || m.state.Load()&(mWaiters|mWoken|mHandOff) != 0 {
+		t.Fatalf("state %#x after the last unlock, want free with no flags", m.state.Load())
 	}
 }
 
@@ -104,7 +129,7 @@ func TestMutexDropAtEveryAwaitPoint(t *testing.T) {
 		a.Drop()
 		g.Unlock()
 		if _, ok := b.Poll(tc.cx); !ok {
-			t.Fatal("the waiter behind a dropped one was not handed the lock")
+			t.Fatal("the waiter behind a dropped one did not get the lock")
 		}
 	})
 	t.Run("queued, last waiter", func(t *testing.T) {
@@ -118,24 +143,24 @@ func TestMutexDropAtEveryAwaitPoint(t *testing.T) {
 			t.Fatal("lock not free after the only waiter left and the holder unlocked")
 		}
 	})
-	t.Run("handed the lock, then dropped: passes on", func(t *testing.T) {
+	t.Run("woken, then dropped: the wake passes on", func(t *testing.T) {
 		var m Mutex
 		g, _ := m.TryLock()
 		a, b := m.LockAsync(), m.LockAsync()
 		a.Poll(tc.cx)
 		b.Poll(tc.cx)
-		g.Unlock() // hands to a
-		a.Drop()   // a never saw it: must pass to b
+		g.Unlock() // wakes a
+		a.Drop()   // a never saw it: must wake b
 		gb, ok := b.Poll(tc.cx)
 		if !ok {
-			t.Fatal("hand-off lost: a dropped waiter did not pass the lock on")
+			t.Fatal("wake lost: a dropped waiter did not pass its wake on")
 		}
 		gb.Unlock()
 		if m.IsLocked() {
 			t.Fatal("locked")
 		}
 	})
-	t.Run("handed the lock, then dropped, nobody behind: freed", func(t *testing.T) {
+	t.Run("woken, then dropped, nobody behind", func(t *testing.T) {
 		var m Mutex
 		g, _ := m.TryLock()
 		a := m.LockAsync()
@@ -185,7 +210,7 @@ func TestMutexWaitAllocatesNothing(t *testing.T) {
 	}); a != 0 {
 		t.Fatalf("Reset+Poll+Unlock: %v allocs", a)
 	}
-	// A contended cycle: queue, hand-off, take.
+	// A contended cycle: queue, wake, take.
 	h, _ := m.TryLock()
 	if a := testing.AllocsPerRun(100, func() {
 		f.Reset()
@@ -193,7 +218,7 @@ func TestMutexWaitAllocatesNothing(t *testing.T) {
 		h.Unlock()
 		h, _ = f.Poll(tc.cx)
 	}); a != 0 {
-		t.Fatalf("queue+hand-off cycle: %v allocs", a)
+		t.Fatalf("queue+wake cycle: %v allocs", a)
 	}
 	h.Unlock()
 }
@@ -292,7 +317,7 @@ func TestMutexStressTasksAndGoroutines(t *testing.T) {
 	}
 	g.Unlock()
 	if _, ok := m.TryLock(); !ok {
-		t.Fatal("lock not free at the end: a hand-off was lost")
+		t.Fatal("lock not free at the end: a wake or hand-off was lost")
 	}
 }
 
