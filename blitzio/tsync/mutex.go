@@ -342,20 +342,6 @@ func (m *Mutex) releaseLocked(wl *wakeList) {
 	}
 }
 
-// pushFront links w at the head of l: where a woken Mutex waiter that lost the race for
-// the lock goes back, so it is the next one woken.
-func (l *waitList) pushFront(w *waiter) {
-	w.prev, w.next = nil, l.head
-	if l.head != nil {
-		l.head.prev = w
-	} else {
-		l.tail = w
-	}
-	l.head = w
-	w.queued = true
-	l.n++
-}
-
 // LockFuture is the future returned by Mutex.LockAsync. Its waiter node lives inside it, so
 // waiting allocates nothing; Reset lets a loop lock repeatedly with one future.
 //

@@ -56,6 +56,20 @@ func (l *waitList) pushBack(w *waiter) {
 	l.n++
 }
 
+// pushFront links w at the head of l: where a woken Mutex waiter that lost the race for
+// the lock goes back, so it is the next one woken.
+func (l *waitList) pushFront(w *waiter) {
+	w.prev, w.next = nil, l.head
+	if l.head != nil {
+		l.head.prev = w
+	} else {
+		l.tail = w
+	}
+	l.head = w
+	w.queued = true
+	l.n++
+}
+
 // remove unlinks w, which must be queued in l.
 func (l *waitList) remove(w *waiter) {
 	if w.prev != nil {
