@@ -448,8 +448,11 @@ func TestConnect(t *testing.T) {
 	}
 	t.Run("server closes without serving", func(t *testing.T) {
 		addr := rawServer(t, func(c net.Conn) {})
-		if _, err := Connect(context.Background(), addr, ConnectConfig{Workers: 2}, 10); !errors.Is(err, io.EOF) {
-			t.Fatalf("Connect: %v, want io.EOF", err)
+		// A server that closes at once gives io.EOF, or ECONNRESET when the client's
+		// byte reached it before its close (a close with unread data resets).
+		_, err := Connect(context.Background(), addr, ConnectConfig{Workers: 2}, 10)
+		if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("Connect: %v, want io.EOF or ECONNRESET", err)
 		}
 	})
 	t.Run("refused", func(t *testing.T) {
