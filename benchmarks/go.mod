@@ -1,6 +1,6 @@
 module github.com/blitzgo/blitz/benchmarks
 
-go 1.25
+go 1.25.0
 
 require (
 	github.com/blitzgo/blitz/blitz v0.1.0
@@ -20,6 +20,7 @@ require (
 	github.com/cloudwego/gopkg v0.1.4 // indirect
 	github.com/klauspost/compress v1.18.5 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 )
 
 require (
