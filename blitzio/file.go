@@ -182,9 +182,13 @@ func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 		// In the page cache: read it here, straight into p (see readNoWait). A short
 		// read (end of file, or only part of the range cached) takes the blocking path,
 		// which gives ReadAt's exact semantics.
-		if n, ok, _ := readNoWait(f.file, f.noWait, f.p, f.off); ok && n == len(f.p) && f.off >= 0 {
-			f.started, f.done, f.res = true, true, Result[int]{Value: n}
-			return f.res, true
+		// Only for a real offset: preadv2 reads at the file position for -1 (moving it),
+		// and a negative ReadAt must fail like os.File.ReadAt instead.
+		if f.off >= 0 {
+			if n, ok, _ := readNoWait(f.file, f.noWait, f.p, f.off); ok && n == len(f.p) {
+				f.started, f.done, f.res = true, true, Result[int]{Value: n}
+				return f.res, true
+			}
 		}
 		f.buf = make([]byte, len(f.p))
 		file, off := f.file, f.off

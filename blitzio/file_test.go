@@ -301,3 +301,26 @@ func TestReadDirStreamsEveryEntry(t *testing.T) {
 		t.Fatalf("ReadDir of a missing directory: %v", r.Err)
 	}
 }
+
+// TestFileReadAtNegativeOffset: a negative offset fails as os.File.ReadAt does, and
+// does not move the file position the stream reads from (preadv2 reads at the position
+// for an offset of -1, so the fast path must not see one).
+func TestFileReadAtNegativeOffset(t *testing.T) {
+	rt := fileRT(t)
+	name := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(name, []byte("abcdef"), 0o644)
+	f := must(t, rt, Open(name))
+	for _, off := range []int64{-1, -2} {
+		if r := run(t, rt, f.ReadAt(make([]byte, 2), off)); r.Err == nil {
+			t.Fatalf("ReadAt at %d succeeded", off)
+		}
+	}
+	if got := must(t, rt, readAll(f)); string(got) != "abcdef" {
+		t.Fatalf("after negative ReadAts the stream read %q, want \"abcdef\"", got)
+	}
+	// The fast path still works for this file afterwards.
+	p := make([]byte, 3)
+	if r := run(t, rt, f.ReadAt(p, 2)); r.Err != nil || string(p) != "cde" {
+		t.Fatalf("ReadAt(2) = %q, %v", p, r.Err)
+	}
+}
