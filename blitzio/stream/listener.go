@@ -1,3 +1,5 @@
+//go:build linux || darwin || freebsd
+
 package stream
 
 import (
@@ -7,7 +9,8 @@ import (
 	"github.com/blitzgo/blitz/blitzio"
 )
 
-// Listener is an async listener seen as a net.Listener, for goroutine code such as
+// Listener is an async listener seen as a net.Listener (on the platforms where blitzio
+// has sockets: Linux, macOS, FreeBSD), for goroutine code such as
 // http.Server.Serve: Accept blocks the calling goroutine (parked on a channel, no thread
 // held, no spinning) until the runtime's driver reports a connection, and returns it as
 // a *Conn. Close unblocks a waiting Accept with net.ErrClosed. Make one with

@@ -1,3 +1,5 @@
+//go:build linux || darwin || freebsd
+
 // Command echo is a TCP echo server on blitzio, one task per connection written as a
 // plain sequential function (blitzio.Async), with a graceful stop: on SIGINT or SIGTERM
 // it stops accepting, lets the connections in flight finish for up to -grace, closes the

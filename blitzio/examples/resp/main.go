@@ -1,3 +1,5 @@
+//go:build linux || darwin || freebsd
+
 // Command resp is a small Redis-protocol server on blitzio that redis-cli can talk to:
 // PING, ECHO, SET, GET, DEL, INCR, EXPIRE (on the runtime's timer wheel) and TTL. Each
 // connection is a task written as a sequential function (blitzio.Async) over a buffered
