@@ -1,7 +1,10 @@
 // Package blitzio is an async runtime in the spirit of Rust's Tokio: stackless,
-// poll-based futures run as tasks by a work-stealing scheduler, with a timer wheel and a
-// pool for blocking calls. Networking, files, synchronisation primitives and channels
-// build on the interfaces defined here.
+// poll-based futures run as tasks by a work-stealing scheduler, with a timer wheel, a
+// pool for blocking calls, and an I/O driver (io_uring on Linux when the kernel allows
+// it, epoll otherwise; kqueue on macOS and FreeBSD) under TCP, UDP and Unix sockets.
+// Files, child processes, signals and a graceful Shutdown are here too; synchronisation
+// primitives and channels are in package blitzio/tsync, and stream helpers, codecs and
+// the net.Conn and net.Listener adapters in package blitzio/stream.
 //
 // # Futures
 //
