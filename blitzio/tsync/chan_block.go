@@ -2,6 +2,7 @@ package tsync
 
 import (
 	"context"
+	"iter"
 
 	"github.com/blitzgo/blitz/blitzio"
 )
@@ -36,4 +37,28 @@ func waitForCtx[T any](op string, ctx context.Context, f blitzio.Future[T]) (T, 
 	}
 	panicIfInRuntime(op)
 	return blockOnCtx(ctx, f)
+}
+
+// waitResultCtx is waitForCtx for a future of a Result: it returns the value and the
+// error in Go's order, ctx.Err() when ctx ended the wait.
+func waitResultCtx[T any](op string, ctx context.Context, f blitzio.Future[blitzio.Result[T]]) (T, error) {
+	res, err := waitForCtx(op, ctx, f)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return res.Value, res.Err
+}
+
+// recvSeq is the iterator of a receiver's All: recv blocks for each value, and the
+// iteration ends at its first error (closed and drained) or when the loop breaks.
+func recvSeq[T any](recv func() (T, error)) iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for {
+			v, err := recv()
+			if err != nil || !yield(v) {
+				return
+			}
+		}
+	}
 }

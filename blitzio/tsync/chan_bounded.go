@@ -358,12 +358,7 @@ func (r *Receiver[T]) Recv() (T, error) {
 // taken then.
 func (r *Receiver[T]) RecvContext(ctx context.Context) (T, error) {
 	r.chanFor("Receiver.RecvContext")
-	res, err := waitForCtx[blitzio.Result[T]]("Receiver.RecvContext", ctx, &RecvFuture[T]{r: r})
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return res.Value, res.Err
+	return waitResultCtx[T]("Receiver.RecvContext", ctx, &RecvFuture[T]{r: r})
 }
 
 // All returns an iterator over received values for a plain goroutine: it blocks for
@@ -371,14 +366,7 @@ func (r *Receiver[T]) RecvContext(ctx context.Context) (T, error) {
 // It is Go's `for v := range ch`.
 func (r *Receiver[T]) All() iter.Seq[T] {
 	r.chanFor("Receiver.All")
-	return func(yield func(T) bool) {
-		for {
-			v, err := r.Recv()
-			if err != nil || !yield(v) {
-				return
-			}
-		}
-	}
+	return recvSeq(r.Recv)
 }
 
 func (r *Receiver[T]) tryRecvSrc() (T, error, bool) {

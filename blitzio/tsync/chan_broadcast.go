@@ -246,12 +246,7 @@ func (r *BroadcastReceiver[T]) Recv() (T, error) {
 // RecvContext is Recv that gives up when ctx is done, returning ctx.Err().
 func (r *BroadcastReceiver[T]) RecvContext(ctx context.Context) (T, error) {
 	r.chanFor("BroadcastReceiver.RecvContext")
-	res, err := waitForCtx[blitzio.Result[T]]("BroadcastReceiver.RecvContext", ctx, &SourceFuture[T]{src: r})
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return res.Value, res.Err
+	return waitResultCtx[T]("BroadcastReceiver.RecvContext", ctx, &SourceFuture[T]{src: r})
 }
 
 // All returns an iterator over received values for a plain goroutine. Missed values

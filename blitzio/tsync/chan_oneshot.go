@@ -236,12 +236,7 @@ func (r *OneshotReceiver[T]) Recv() (T, error) {
 // stays open, so the value can still be received later.
 func (r *OneshotReceiver[T]) RecvContext(ctx context.Context) (T, error) {
 	r.chanFor("OneshotReceiver.RecvContext")
-	res, err := waitForCtx[blitzio.Result[T]]("OneshotReceiver.RecvContext", ctx, oneshotRecv[T]{r})
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return res.Value, res.Err
+	return waitResultCtx[T]("OneshotReceiver.RecvContext", ctx, oneshotRecv[T]{r})
 }
 
 // oneshotRecv is the receiver's future without its Drop, for the blocking forms: a

@@ -224,26 +224,14 @@ func (r *UnboundedReceiver[T]) Recv() (T, error) {
 // RecvContext is Recv that gives up when ctx is done, returning ctx.Err().
 func (r *UnboundedReceiver[T]) RecvContext(ctx context.Context) (T, error) {
 	r.chanFor("UnboundedReceiver.RecvContext")
-	res, err := waitForCtx[blitzio.Result[T]]("UnboundedReceiver.RecvContext", ctx, &SourceFuture[T]{src: r})
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return res.Value, res.Err
+	return waitResultCtx[T]("UnboundedReceiver.RecvContext", ctx, &SourceFuture[T]{src: r})
 }
 
 // All returns an iterator over received values for a plain goroutine, ending when the
 // channel is closed and drained.
 func (r *UnboundedReceiver[T]) All() iter.Seq[T] {
 	r.chanFor("UnboundedReceiver.All")
-	return func(yield func(T) bool) {
-		for {
-			v, err := r.Recv()
-			if err != nil || !yield(v) {
-				return
-			}
-		}
-	}
+	return recvSeq(r.Recv)
 }
 
 func (r *UnboundedReceiver[T]) tryRecvSrc() (T, error, bool) {
