@@ -270,16 +270,20 @@ type withDrop[T any] struct {
 	once bool
 }
 
+// Drop runs the hook, then drops the wrapped future: wrapping must not take away f's own
+// Drop (an Async function suspended in an Await would otherwise never unwind, a Sleep
+// would keep its timer entry). Drop is idempotent, so a hook that drops f itself is fine.
 func (w *withDrop[T]) Drop() {
 	if !w.once {
 		w.once = true
+		defer Drop(w.Future) // even if the hook panics
 		w.drop()
 	}
 }
 
-// WithDrop returns f with a Drop method that calls drop once: how a future written as a
-// poll function releases the futures it holds (a Sleep, an Interval) when its task is
-// aborted.
+// WithDrop returns f with a Drop method that calls drop once and then drops f (if f is a
+// [Dropper]): how a future written as a poll function releases the futures it holds (a
+// Sleep, an Interval) when its task is aborted.
 func WithDrop[T any](f Future[T], drop func()) Future[T] {
 	return &withDrop[T]{Future: f, drop: drop}
 }
