@@ -99,6 +99,7 @@ type connReport struct {
 	in, out int64
 	frames  int
 	err     error
+	last    []byte // the request a codec server refused as malformed
 }
 
 // takeID records the session id from the first 8 bytes read on a connection, p being
