@@ -100,6 +100,7 @@ type connReport struct {
 	frames  int
 	err     error
 	last    []byte // the request a codec server refused as malformed
+	sum     uint64 // FNV-1a of what a sink read after the id
 }
 
 // takeID records the session id from the first 8 bytes read on a connection, p being
@@ -125,6 +126,7 @@ type tcpServer struct {
 	rt       *blitzio.Runtime
 	l        *blitzio.TCPListener
 	loop     blitzio.JoinHandle[error]
+	loopDone atomic.Bool  // the accept loop has returned
 	accepted atomic.Int64 // connections accepted
 	live     atomic.Int64 // handlers running
 	mu       sync.Mutex
@@ -140,6 +142,7 @@ func startTCPServer(t *testing.T, rt *blitzio.Runtime, h connHandler) *tcpServer
 	}
 	s := &tcpServer{rt: rt, l: l}
 	s.loop = blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
+		defer s.loopDone.Store(true)
 		for {
 			a, err := blitzio.Await(co, l.Accept()).Get()
 			if err != nil {
@@ -487,18 +490,18 @@ func runClients(plans [][]sessionPlan, run func(p sessionPlan) error) []error {
 	return errs
 }
 
-// planClients draws clients × sessions session plans with unique ids.
+// planClients draws clients × sessions session plans with plan, called with a fresh
+// random id (a plan may choose its own id); the ids are unique.
 func planClients(r *rand.Rand, clients, sessions int, plan func(id uint64) sessionPlan) ([][]sessionPlan, map[uint64]sessionPlan) {
 	all := make(map[uint64]sessionPlan)
 	plans := make([][]sessionPlan, clients)
 	for i := range plans {
 		for range sessions {
-			id := r.Uint64() | 1 // never 0
-			for all[id].id != 0 {
-				id = r.Uint64() | 1
+			p := plan(r.Uint64() | 1) // never 0
+			for _, dup := all[p.id]; dup; _, dup = all[p.id] {
+				p = plan(r.Uint64() | 1)
 			}
-			p := plan(id)
-			all[id] = p
+			all[p.id] = p
 			plans[i] = append(plans[i], p)
 		}
 	}
