@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,10 +66,12 @@ type faultServer struct {
 	written map[uint64]*atomic.Int64
 	// guarded counts the sessions that took a WorkGuard.
 	guarded atomic.Int64
+	// onID, when set, is told each connection's session id as soon as it is read.
+	onID func(n int, id uint64)
 }
 
 // handle is the faultServer's connHandler.
-func (fs *faultServer) handle(co *blitzio.Co, c *blitzio.TCPStream, _ int, rep *connReport) {
+func (fs *faultServer) handle(co *blitzio.Co, c *blitzio.TCPStream, n int, rep *connReport) {
 	var hdr [8]byte
 	var read blitzio.Future[blitzio.Result[int]] = c.ReadFull(hdr[:])
 	if fs.headerTimeout > 0 {
@@ -91,6 +94,9 @@ func (fs *faultServer) handle(co *blitzio.Co, c *blitzio.TCPStream, _ int, rep *
 		return
 	}
 	rep.id, rep.hasID = binary.BigEndian.Uint64(hdr[:]), true
+	if fs.onID != nil {
+		fs.onID(n, rep.id)
+	}
 	if fs.shutdown != nil {
 		g, err := fs.shutdown.Guard()
 		if err != nil {
@@ -262,8 +268,8 @@ func TestFaultIOUringRefused(t *testing.T) {
 }
 
 // TestFaultSlowReader runs firehose connections whose clients read a few kilobytes at
-// a time with pauses (and then not at all for a while), more of them than the
-// runtime's workers, beside the echo load. Proves backpressure: at every sample, the
+// a time with pauses (and then not at all for a while) beside the echo load, on a
+// runtime with a single worker. Proves backpressure: at every sample, the
 // bytes the server's WriteAll reported written on a slow connection exceed what its
 // client has read by no more than the two kernel socket buffers and one chunk (the
 // runtime queues nothing of its own for a peer that does not read, on either
@@ -274,6 +280,8 @@ func TestFaultSlowReader(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, cfg blitzio.Config) {
 		leakCheck(t)
 		r := seeded(t)
+		// One worker: a single connection holding it would stall every other one.
+		cfg.Workers = 1
 		rt := newNetRuntime(t, cfg)
 		slow := scaled(8, 2)
 		ids := make([]uint64, slow)
@@ -974,5 +982,128 @@ func TestFaultSilentClients(t *testing.T) {
 				})
 			})
 		}
+	})
+}
+
+// TestFaultHandlerAbort aborts connection handler tasks (JoinHandle.Abort) at random
+// moments while the echo load runs: a handler is dropped wherever it waits, in a read,
+// in a WriteAll part way, or between the two. Proves: an aborted handler's deferred
+// calls run (its connection is closed, so its client sees the end of stream or a
+// reset, never a hang), no client ever receives a wrong byte, the sessions whose
+// handler was not aborted all complete, every handle resolves (ErrCancelled for the
+// aborted ones), and the runtime serves new connections afterwards with nothing
+// leaked.
+func TestFaultHandlerAbort(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg blitzio.Config) {
+		leakCheck(t)
+		r := seeded(t)
+		rt := newNetRuntime(t, cfg)
+		var idsMu sync.Mutex
+		ids := map[int]uint64{} // connection number -> session id
+		fs := &faultServer{onID: func(n int, id uint64) {
+			idsMu.Lock()
+			ids[n] = id
+			idsMu.Unlock()
+		}}
+		srv := startTCPServer(t, rt, fs.handle)
+		plans, all := echoLoad(r, scaled(32, 2), scaled(6, 2))
+		for _, ps := range plans {
+			for i := range ps {
+				// Longer sessions, so that aborts find them in flight.
+				for range 8 {
+					ps[i].sizes = append(ps[i].sizes, msgSize(r, 64<<10))
+					ps[i].pauses = append(ps[i].pauses, time.Duration(r.IntN(1000))*time.Microsecond)
+				}
+				all[ps[i].id] = ps[i]
+			}
+		}
+		abortSeed := r.Uint64()
+		var errs []error
+		var aborts int
+		watchdog(t, "echo load under handler aborts", netPhaseLimit, func() {
+			stopAborts := make(chan struct{})
+			abortsDone := make(chan int)
+			go func() {
+				ar := rand.New(rand.NewPCG(abortSeed, 1))
+				n := 0
+				for {
+					select {
+					case <-stopAborts:
+						abortsDone <- n
+						return
+					case <-time.After(time.Duration(ar.IntN(3000)) * time.Microsecond):
+					}
+					srv.mu.Lock()
+					if len(srv.conns) > 0 {
+						srv.conns[ar.IntN(len(srv.conns))].Abort()
+						n++
+					}
+					srv.mu.Unlock()
+				}
+			}()
+			errs = runClients(plans, func(p sessionPlan) error { return runEchoSession(srv.addr(), p) })
+			close(stopAborts)
+			aborts = <-abortsDone
+		})
+		// The runtime still serves.
+		after := planSession(r, modeID(r, modeEcho), 4, 64<<10, 0)
+		if err := runEchoSession(srv.addr(), after); err != nil {
+			t.Errorf("a session after the aborts: %v", err)
+		}
+
+		srv.quiesce(t, len(all)+1)
+		srv.l.Close()
+		if _, err, ok := waitHandle(srv.loop, netStopLimit); !ok || err != nil {
+			t.Fatalf("accept loop: resolved %v, %v", ok, err)
+		}
+		abortedIDs := map[uint64]bool{}
+		abortedNoID := 0
+		srv.mu.Lock()
+		conns := srv.conns
+		srv.mu.Unlock()
+		for n, h := range conns {
+			_, err, ok := waitHandle(h, netStopLimit)
+			switch {
+			case !ok:
+				t.Fatalf("connection %d: handle not resolved", n)
+			case errors.Is(err, blitzio.ErrCancelled):
+				idsMu.Lock()
+				id, known := ids[n]
+				idsMu.Unlock()
+				if known {
+					abortedIDs[id] = true
+				} else {
+					abortedNoID++
+				}
+			case err != nil:
+				t.Errorf("connection %d: %v", n, err)
+			}
+		}
+		var failed, unexplained int
+		for _, err := range errs {
+			f := strings.Fields(err.Error())
+			if len(f) < 2 || f[0] != "session" {
+				t.Errorf("client error without a session id: %v", err)
+				continue
+			}
+			id, perr := strconv.ParseUint(strings.TrimSuffix(f[1], ":"), 0, 64)
+			if perr != nil {
+				t.Errorf("client error without a session id: %v", err)
+				continue
+			}
+			failed++
+			switch {
+			case errors.Is(err, errCorrupt):
+				t.Errorf("aborted or not, a client received a wrong byte: %v", err)
+			case abortedIDs[id]:
+			default:
+				unexplained++
+				if unexplained > abortedNoID {
+					t.Errorf("session %#x failed but its handler was not aborted: %v", id, err)
+				}
+			}
+		}
+		t.Logf("%d sessions, %d aborts attempted, %d handlers aborted (%d before reading the id), %d sessions cut short",
+			len(all)+1, aborts, len(abortedIDs)+abortedNoID, abortedNoID, failed)
 	})
 }

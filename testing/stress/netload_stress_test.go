@@ -154,13 +154,25 @@ func startTCPServer(t *testing.T, rt *blitzio.Runtime, h connHandler) *tcpServer
 			n := int(s.accepted.Add(1) - 1)
 			s.live.Add(1)
 			c := a.Conn
-			hd := blitzio.Spawn(co, blitzio.Async(func(co *blitzio.Co) (rep connReport) {
-				// Deferred, so they run when the task is dropped by a runtime shutdown
-				// while it waits, as well as on return and on a panic.
-				defer s.live.Add(-1)
-				defer c.Close()
+			// end closes the connection and counts the handler out, once, however the
+			// task ends: returning, panicking, dropped while it waits (Abort, a runtime
+			// shutdown), or dropped before its first poll.
+			end := sync.OnceFunc(func() {
+				c.Close()
+				s.live.Add(-1)
+			})
+			handler := blitzio.Async(func(co *blitzio.Co) (rep connReport) {
+				defer end() // runs on return, on a panic, and when a Drop unwinds fn
 				h(co, c, n, &rep)
 				return rep
+			})
+			// An Async future dropped before its first poll never runs fn, so fn's
+			// deferred end would not run: the connection would stay open, its client
+			// waiting forever. WithDrop calls end then; it replaces the future's own
+			// Drop, so it must also drop the Async future (to unwind a suspended fn).
+			hd := blitzio.Spawn(co, blitzio.WithDrop(handler, func() {
+				blitzio.Drop(handler)
+				end()
 			}))
 			s.mu.Lock()
 			s.conns = append(s.conns, hd)
