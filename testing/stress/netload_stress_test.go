@@ -593,3 +593,108 @@ func TestNetLoadTCPEcho(t *testing.T) {
 		t.Logf("%d clients, %d sessions (%d clean, %d disconnected)", clients, len(all), clean, aborted)
 	})
 }
+
+// blitzioEchoSession is runEchoSession written as a blitzio task: the client side of
+// the session on a second runtime, dialled with blitzio.DialTCP, its stream split into
+// halves written and read by two Async functions joined with Join2. Sessions end
+// cleanly (a half-close), pausing on the runtime's timers.
+func blitzioEchoSession(co *blitzio.Co, addr *net.TCPAddr, p sessionPlan) error {
+	c, err := blitzio.Await(co, blitzio.DialTCP("tcp4", nil, addr)).Get()
+	if err != nil {
+		return fmt.Errorf("session %#x: dial: %w", p.id, err)
+	}
+	defer c.Close()
+	rd, wr := c.Split()
+	writer := blitzio.Async(func(co *blitzio.Co) error {
+		src := byteStream(p.id)
+		if _, err := blitzio.Await(co, wr.WriteAll(idHeader(p.id))).Get(); err != nil {
+			return fmt.Errorf("write id: %w", err)
+		}
+		var buf []byte
+		for i, n := range p.sizes {
+			if cap(buf) < n {
+				buf = make([]byte, n)
+			}
+			src.Read(buf[:n])
+			if _, err := blitzio.Await(co, wr.WriteAll(buf[:n])).Get(); err != nil {
+				return fmt.Errorf("write message %d (%d bytes): %w", i, n, err)
+			}
+			if p.pauses[i] > 0 {
+				blitzio.Await(co, blitzio.Sleep(p.pauses[i]))
+			}
+		}
+		return wr.CloseWrite()
+	})
+	reader := blitzio.Async(func(co *blitzio.Co) error {
+		v := verifier{prefix: idHeader(p.id), src: byteStream(p.id)}
+		buf := make([]byte, 8<<10)
+		for {
+			n, err := blitzio.Await(co, rd.Read(buf)).Get()
+			if err == io.EOF {
+				if v.n != 8+p.total() {
+					return fmt.Errorf("end of stream after %d bytes of the %d sent", v.n, 8+p.total())
+				}
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := v.check(buf[:n]); err != nil {
+				return err
+			}
+		}
+	})
+	res := blitzio.Await(co, blitzio.Join2(writer, reader))
+	if err := errors.Join(res.V1, res.V2); err != nil {
+		return fmt.Errorf("session %#x: %w", p.id, err)
+	}
+	return nil
+}
+
+// TestNetLoadTCPEchoBlitzioClients runs the echo server of TestNetLoadTCPEcho with its
+// clients written as blitzio tasks on a second runtime of the same backend (each
+// client a task running its sessions in turn, each session a writer and a reader
+// Async function over the stream's split halves, joined with Join2). Proves: DialTCP, split halves read and
+// written at once, CloseWrite and the timers work under load on the client side as
+// well, with every byte checked and every connection reported once by the server.
+func TestNetLoadTCPEchoBlitzioClients(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg blitzio.Config) {
+		leakCheck(t)
+		r := seeded(t)
+		rt := newNetRuntime(t, cfg)
+		crt := newNetRuntime(t, cfg)
+		srv := startTCPServer(t, rt, echoHandler)
+		plans, all := planClients(r, scaled(64, 2), scaled(6, 2), func(id uint64) sessionPlan {
+			return planSession(r, id, 12, 192<<10, 0)
+		})
+		var errs []error
+		watchdog(t, "echo load from blitzio clients", netPhaseLimit, func() {
+			hs := make([]blitzio.JoinHandle[[]error], len(plans))
+			for i, ps := range plans {
+				hs[i] = blitzio.Spawn(crt, blitzio.Async(func(co *blitzio.Co) []error {
+					var errs []error
+					for _, p := range ps {
+						if err := blitzioEchoSession(co, srv.l.TCPAddr(), p); err != nil {
+							errs = append(errs, err)
+						}
+					}
+					return errs
+				}))
+			}
+			for i, h := range hs {
+				es, err, ok := waitHandle(h, netPhaseLimit)
+				switch {
+				case !ok:
+					errs = append(errs, fmt.Errorf("client task %d not resolved", i))
+				case err != nil:
+					errs = append(errs, fmt.Errorf("client task %d: %w", i, err))
+				}
+				errs = append(errs, es...)
+			}
+		})
+		reportErrors(t, "blitzio echo client", errs)
+		srv.quiesce(t, len(all))
+		clean, _ := checkEchoReports(t, srv.stop(t), all)
+		t.Logf("%d blitzio client tasks, %d sessions checked", len(plans), clean)
+	})
+}
