@@ -38,7 +38,9 @@ type startHTTP func(t *testing.T, rt *blitzio.Runtime, h http.Handler) (addr str
 //
 // Extension point: package blitzio/httpserve (blitzio's own http.Handler serving)
 // adds its entry here, a startHTTP that serves h on rt and stops with its graceful
-// shutdown.
+// shutdown. Every entry runs TestHTTPLoad and TestFaultSilentClients/http, which
+// requires the server to close a connection that sends nothing (a header timeout, as
+// http.Server.ReadHeaderTimeout) well within clientDeadline.
 var httpServers = []struct {
 	name  string
 	start startHTTP
