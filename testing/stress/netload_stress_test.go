@@ -579,7 +579,7 @@ func TestNetLoadTCPEcho(t *testing.T) {
 		r := seeded(t)
 		rt := newNetRuntime(t, cfg)
 		srv := startTCPServer(t, rt, echoHandler)
-		clients, sessions := scaled(64, 2), scaled(8, 2)
+		clients, sessions := scaled(128, 4), scaled(8, 2)
 		plans, all := planClients(r, clients, sessions, func(id uint64) sessionPlan {
 			return planSession(r, id, 12, 192<<10, 15)
 		})
