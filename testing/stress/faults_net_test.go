@@ -780,7 +780,7 @@ func TestFaultSilentClients(t *testing.T) {
 			leakCheck(t)
 			r := seeded(t)
 			rt := newNetRuntime(t, cfg)
-			fs := &faultServer{headerTimeout: time.Second}
+			fs := &faultServer{headerTimeout: httpHeaderTimeout} // see httpHeaderTimeout for its size
 			srv := startTCPServer(t, rt, fs.handle)
 			silent := silentClients(t, srv.addr(), scaled(48, 2))
 			plans, all := echoLoad(r, scaled(16, 2), scaled(4, 2))
