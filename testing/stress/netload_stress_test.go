@@ -62,6 +62,17 @@ func forEachBackend(t *testing.T, body func(t *testing.T, cfg blitzio.Config)) {
 	}
 }
 
+// forEachBackendTimed is forEachBackend for scenarios that wait out a timeout of
+// seconds: with -short they run once, on the automatic choice (io_uring where the
+// kernel allows it, else epoll).
+func forEachBackendTimed(t *testing.T, body func(t *testing.T, cfg blitzio.Config)) {
+	if !testing.Short() {
+		forEachBackend(t, body)
+		return
+	}
+	t.Run("auto", func(t *testing.T) { body(t, blitzio.Config{Workers: 2}) })
+}
+
 // newNetRuntime starts a runtime for a scenario and closes it, under a watchdog, when
 // the test ends (before the leak check registered earlier runs).
 func newNetRuntime(t *testing.T, cfg blitzio.Config) *blitzio.Runtime {
