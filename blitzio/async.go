@@ -103,7 +103,11 @@ func Await[T any](co *Co, f Future[T]) T {
 // worker is replaced, as for any Goexit in a Poll.
 //
 // Dropping the future while fn is suspended unwinds fn (see Await): its deferred calls
-// run during Drop. A future returned by Async that was polled must be driven to the end
+// run during Drop. A future dropped before its first poll (a task aborted before it
+// ran) never starts fn, so fn's defers do not run either: a resource fn receives from
+// outside (an accepted connection) and closes in a defer must also be released by a
+// WithDrop hook, or be owned by the code that spawns. A future returned by Async that
+// was polled must be driven to the end
 // or dropped, as the runtime and the combinators do; one that is merely forgotten keeps
 // its goroutine. Polled after it has finished, the future returns the same value; polled
 // after Drop, it panics.

@@ -30,7 +30,8 @@
 //     A retry with a timeout and exponential backoff is 11 lines (ExampleAsync_retry),
 //     a line-protocol handler a loop (ExampleAsync_lineProtocol). Dropping the task
 //     while it waits unwinds the function, so its deferred calls run and the future it
-//     awaited is dropped: abort-safe without WithDrop.
+//     awaited is dropped: abort-safe without WithDrop (once it has started: a task
+//     aborted before its first poll never runs the function).
 //
 //   - Composition: Map, AndThen (its callback may return a concrete future type such
 //     as *SleepFuture), Lazy, YieldNow, Sleep, Timeout, the combinators

@@ -179,12 +179,9 @@ func startTCPServer(t *testing.T, rt *blitzio.Runtime, h connHandler) *tcpServer
 			})
 			// An Async future dropped before its first poll never runs fn, so fn's
 			// deferred end would not run: the connection would stay open, its client
-			// waiting forever. WithDrop calls end then; it replaces the future's own
-			// Drop, so it must also drop the Async future (to unwind a suspended fn).
-			hd := blitzio.Spawn(co, blitzio.WithDrop(handler, func() {
-				blitzio.Drop(handler)
-				end()
-			}))
+			// waiting forever. WithDrop calls end then, and drops the Async future
+			// after it (unwinding a suspended fn).
+			hd := blitzio.Spawn(co, blitzio.WithDrop(handler, end))
 			s.mu.Lock()
 			s.conns = append(s.conns, hd)
 			s.mu.Unlock()

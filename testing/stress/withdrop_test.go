@@ -2,23 +2,12 @@ package stress
 
 import (
 	"errors"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/blitzgo/blitz/blitzio"
 )
-
-// knownBug skips a test that reproduces a blitzio bug not fixed yet, unless
-// STRESS_KNOWN_BUGS=1: the test is the bug's regression test, to run as is once the
-// fix lands (then remove the call).
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("STRESS_KNOWN_BUGS") != "1" {
-		t.Skipf("known blitzio bug, not fixed yet: %s (STRESS_KNOWN_BUGS=1 runs this test)", what)
-	}
-}
 
 // TestWithDropDropsTheWrappedFuture: a future made by blitzio.WithDrop(f, drop) and
 // then dropped (its task aborted) must drop f too. Found while writing the handler
@@ -30,11 +19,9 @@ func knownBug(t *testing.T, what string) {
 // unwound: its deferred calls never run and its coroutine goroutine is blocked forever
 // (a leak the runtime's Close does not reclaim either: the task is gone). The same
 // holds for any Dropper wrapped so: a Sleep's timer entry stays in the wheel, a
-// JoinHandle's waiter stays registered. The fix belongs in blitzio's withDrop.Drop
-// (call Drop on the wrapped future after the hook); until then, a hook must call
-// blitzio.Drop(f) itself, as startTCPServer's does.
+// JoinHandle's waiter stays registered. Fixed: withDrop.Drop now drops the wrapped
+// future after the hook.
 func TestWithDropDropsTheWrappedFuture(t *testing.T) {
-	knownBug(t, "blitzio.WithDrop replaces the wrapped future's Drop instead of calling it")
 	leakCheck(t)
 	rt, err := blitzio.New(blitzio.Config{Workers: 1})
 	if err != nil {
