@@ -150,6 +150,13 @@ func (w *response) write(p []byte, s string) (int, error) {
 	}
 	w.written += int64(n)
 	if w.isHead {
+		// Eaten, but the first bytes are kept to sniff a Content-Type, as net/http does.
+		if !w.headSent {
+			if room := 512 - (len(*c.out) - w.stageStart); room > 0 {
+				*c.out = append(*c.out, p[:min(room, len(p))]...)
+				*c.out = append(*c.out, s[:min(max(room-len(p), 0), len(s))]...)
+			}
+		}
 		return n, nil
 	}
 	if !w.headSent {
@@ -254,6 +261,17 @@ func (w *response) sendHead(final bool) {
 		c.closeAfter = true
 	}
 
+	ctype := ""
+	if _, ok := h["Content-Type"]; !ok && bodyOK && !hasTE && len(staged) > 0 {
+		if _, ce := h["Content-Encoding"]; !ce {
+			ctype = http.DetectContentType(staged)
+		}
+	}
+	if w.isHead {
+		*c.out = (*c.out)[:w.stageStart] // the sniffing sample, not a body
+		staged = nil
+	}
+
 	// Build the head after the held-back body, then rotate it in front of it.
 	start := len(*c.out)
 	out := appendStatusLine(*c.out, status)
@@ -270,12 +288,10 @@ func (w *response) sendHead(final bool) {
 	if w.chunked && !hasTE {
 		out = append(out, "Transfer-Encoding: chunked\r\n"...)
 	}
-	if _, ok := h["Content-Type"]; !ok && bodyOK && !hasTE && len(staged) > 0 {
-		if _, ce := h["Content-Encoding"]; !ce {
-			out = append(out, "Content-Type: "...)
-			out = append(out, http.DetectContentType(staged)...)
-			out = append(out, "\r\n"...)
-		}
+	if ctype != "" {
+		out = append(out, "Content-Type: "...)
+		out = append(out, ctype...)
+		out = append(out, "\r\n"...)
 	}
 	if !bodyOK {
 		delete(h, "Transfer-Encoding")
