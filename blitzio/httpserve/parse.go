@@ -365,11 +365,13 @@ var tokenTable = func() (t [128]bool) {
 func canonicalKey(k string) (string, bool) {
 	canonical := true
 	upper := true
+	noCanon := false
 	for i := 0; i < len(k); i++ {
 		c := k[i]
 		if !isTokenByte(c) {
 			if c == ' ' {
-				return k, true // kept as is; validFieldName refuses it afterwards
+				noCanon = true // kept as is; validFieldName refuses it afterwards
+				continue
 			}
 			return "", false
 		}
@@ -377,6 +379,9 @@ func canonicalKey(k string) (string, bool) {
 			canonical = false
 		}
 		upper = c == '-'
+	}
+	if noCanon {
+		return k, true
 	}
 	if canonical {
 		if s := commonKey(k); s != "" {

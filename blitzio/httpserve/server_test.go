@@ -6,8 +6,8 @@ import (
 	"bufio"
 	"io"
 	"net/http"
-	"testing"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/blitzgo/blitz/blitzio"
