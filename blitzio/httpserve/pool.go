@@ -24,9 +24,12 @@ type handlerPool struct {
 	sweep    *time.Timer
 }
 
+// job is what a pooled goroutine runs: a connection with a request in flight.
+type job interface{ serve() }
+
 // hworker is one pooled handler goroutine; ch hands it a connection to serve.
 type hworker struct {
-	ch       chan *conn
+	ch       chan job
 	lastUsed time.Time
 }
 
@@ -42,7 +45,7 @@ func (p *handlerPool) get() *hworker {
 		return w
 	}
 	p.mu.Unlock()
-	w := &hworker{ch: make(chan *conn, 1)}
+	w := &hworker{ch: make(chan job, 1)}
 	go w.loop(p)
 	return w
 }
@@ -107,8 +110,8 @@ func (p *handlerPool) closeIdle() {
 }
 
 func (w *hworker) loop(p *handlerPool) {
-	for c := range w.ch {
-		c.serve()
+	for j := range w.ch {
+		j.serve()
 		if !p.put(w) {
 			return
 		}
