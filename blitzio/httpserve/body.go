@@ -190,6 +190,9 @@ func (b *body) readChunked(p []byte) (int, error) {
 				if len(line) == 0 {
 					break
 				}
+				if !validTrailerLine(line) {
+					return 0, errMalformedChunk
+				}
 			}
 			b.eof = true
 			return 0, io.EOF
@@ -231,11 +234,14 @@ func (c *conn) readLine() ([]byte, error) {
 			if i := bytes.IndexByte(b, '\n'); i >= 0 {
 				line := b[:i]
 				c.r0 += i + 1
-				// Chunk lines end with CRLF, with no other CR (net/http's rule).
+				// Chunk and trailer lines end with CRLF, with no other CR (net/http's
+				// rule for chunk lines; it also wants the trailer to end with CRLF CRLF).
 				if j := bytes.IndexByte(line, '\r'); j < 0 || j != len(line)-1 {
 					return nil, errMalformedChunk
 				}
-				line = line[:len(line)-1]
+				if len(line) > 0 && line[len(line)-1] == '\r' {
+					line = line[:len(line)-1]
+				}
 				return line, nil
 			}
 			if len(b) >= maxChunkLineSize {
@@ -313,4 +319,25 @@ func (w *response) sendContinue() error {
 	err := c.flushOut()
 	w.stageStart = 0
 	return err
+}
+
+// validTrailerLine checks a trailer line as net/textproto checks a header line (the
+// trailers themselves are dropped); a folded line is refused, as in the head.
+func validTrailerLine(line []byte) bool {
+	if line[0] == ' ' || line[0] == '\t' {
+		return false
+	}
+	k, v, ok := bytes.Cut(line, []byte(":"))
+	if !ok || len(k) == 0 {
+		return false
+	}
+	if _, ok := canonicalKey(string(k)); !ok {
+		return false
+	}
+	for _, c := range v {
+		if !validValueByte(c) {
+			return false
+		}
+	}
+	return true
 }

@@ -63,7 +63,8 @@
 //     is no *http.Server).
 //   - Changes to the Header map after WriteHeader and before the first body bytes are
 //     sent may still reach the client (net/http snapshots the map at WriteHeader).
-//   - Request trailers are read and dropped (Request.Trailer stays nil); response
+//   - Request trailers are checked and dropped (Request.Trailer stays nil), and every
+//     trailer line must end in CRLF (net/http also accepts a bare LF there); response
 //     trailers are not supported.
 //   - HTTP/2 (h2c) is not served.
 //   - A chunked body over MaxBodyBytes fails the handler's read with *http.MaxBytesError
