@@ -18,7 +18,7 @@ import (
 // blocking pool) and the JoinHandle's Wait.
 func BenchmarkDispatch(b *testing.B) {
 	b.Run("pool", func(b *testing.B) {
-		var p handlerPool
+		p := handlerPool{maxIdle: maxIdleWorkers()}
 		defer p.closeIdle()
 		done := make(chan struct{}, 1)
 		b.ReportAllocs()

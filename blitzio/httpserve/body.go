@@ -17,6 +17,7 @@ import (
 type body struct {
 	mu             sync.Mutex
 	c              *conn
+	w              *response
 	remain         int64 // Content-Length mode: bytes left; chunked: bytes left in the chunk
 	chunked        bool
 	chunkState     uint8
@@ -79,7 +80,7 @@ func (b *body) readLocked(p []byte) (int, error) {
 	}
 	if b.continueNeeded {
 		b.continueNeeded = false
-		if err := b.c.res.sendContinue(); err != nil {
+		if err := b.w.sendContinue(); err != nil {
 			b.err = err
 			return 0, err
 		}

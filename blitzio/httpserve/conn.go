@@ -68,21 +68,18 @@ type conn struct {
 	srv *Server
 	rt  *blitzio.Runtime
 	s   connStream
-	tcp *blitzio.TCPStream
 
 	owner     atomic.Int32
 	wakerSet  atomic.Bool
 	taskWaker blitzio.Waker
-	taskCx    *blitzio.Context // rt and the task's waker, for the goroutine's read-ahead
-	aborted   atomic.Bool      // Server.Close: stop at once
+	aborted   atomic.Bool // Server.Close: stop at once
 
 	// Task-side state.
 	phase   uint8
 	sleep   *blitzio.SleepFuture
-	armed   int64 // the deadline the sleep is armed for (unix ns), 0 for none
-	idleDL  int64 // idle or header deadline of the read phase, 0 for none
-	errMsg  []byte
-	errOff  int
+	armed   int64   // the deadline the sleep is armed for (unix ns), 0 for none
+	idleDL  int64   // idle or header deadline of the read phase, 0 for none
+	errOut  *[]byte // the error response being written (phaseErr); what is left of it
 	linger  bool
 	dropped bool
 
@@ -94,9 +91,7 @@ type conn struct {
 	lastPost   bool
 	hijacked   bool
 	req        *http.Request
-	pr         parsedRequest
 	bundle     *reqBundle
-	res        response
 	guard      *blitzio.WorkGuard
 	remoteAddr string
 
@@ -110,7 +105,7 @@ type conn struct {
 }
 
 func newConn(srv *Server, rt *blitzio.Runtime, a acceptedConn) *conn {
-	return &conn{srv: srv, rt: rt, s: a.s, tcp: a.tcp}
+	return &conn{srv: srv, rt: rt, s: a.s}
 }
 
 // wakeTask wakes the connection's task, if it has been polled once (before that it will
@@ -134,9 +129,8 @@ func (c *conn) abort() {
 
 // Poll is the connection's task.
 func (c *conn) Poll(cx *blitzio.Context) (struct{}, bool) {
-	if c.taskCx == nil {
+	if !c.wakerSet.Load() {
 		c.taskWaker = cx.Waker()
-		c.taskCx = blitzio.NewContext(c.rt, c.taskWaker)
 		c.wakerSet.Store(true)
 	}
 	for {
@@ -301,7 +295,7 @@ func (c *conn) pollRead(cx *blitzio.Context) bool {
 	for {
 		if c.r0 == c.r1 {
 			// Idle: nothing buffered. The buffer goes back to the pool while we wait.
-			if c.closeAfter || c.mustClose.Load() || srv.inShutdown.Load() || srv.DisableKeepAlives && c.req != nil {
+			if c.closeAfter || c.mustClose.Load() || srv.inShutdown.Load() {
 				c.phase = phaseClose
 				return true
 			}
@@ -408,8 +402,8 @@ func (c *conn) parseRequest(n int) *parseError {
 		c.r0, c.r1 = 0, 0
 	}
 	bd := new(reqBundle)
-	p := &c.pr
-	*p = parsedRequest{header: make(http.Header, 8)}
+	p := &bd.pr
+	p.header = make(http.Header, 8)
 	if perr := parseHead(head, p, bd.vals[:]); perr != nil {
 		return perr
 	}
@@ -461,8 +455,8 @@ var chunkedTE = []string{"chunked"}
 
 // fail answers a request the server refuses and closes the connection.
 func (c *conn) fail(perr *parseError) {
-	c.errMsg = errorResponse(perr)
-	c.errOff = 0
+	msg := errorResponse(perr)
+	c.errOut = &msg
 	c.linger = perr == errHeaderTooLarge || perr == errBodyTooLarge
 	c.phase = phaseErr
 }
@@ -481,8 +475,8 @@ func errorResponse(perr *parseError) []byte {
 }
 
 func (c *conn) pollWriteErr(cx *blitzio.Context) bool {
-	for c.errOff < len(c.errMsg) {
-		r, ok := c.s.PollWrite(cx, c.errMsg[c.errOff:])
+	for len(*c.errOut) > 0 {
+		r, ok := c.s.PollWrite(cx, *c.errOut)
 		if !ok {
 			return false
 		}
@@ -490,13 +484,13 @@ func (c *conn) pollWriteErr(cx *blitzio.Context) bool {
 			c.phase = phaseClose
 			return true
 		}
-		c.errOff += r.Value
+		*c.errOut = (*c.errOut)[r.Value:]
 	}
-	c.errMsg = nil
-	if c.linger && c.tcp != nil {
+	c.errOut = nil
+	if cw, ok := c.s.(blitzio.AsyncCloseWriter); ok && c.linger {
 		// The client may still be sending the request we refused: half-close and read
 		// what it sends for a moment, so that our answer is not lost to a reset.
-		c.tcp.CloseWrite()
+		cw.CloseWrite()
 		c.releaseRead()
 		c.phase = phaseLinger
 		c.idleDL = time.Now().Add(lingerTime).UnixNano()
@@ -629,6 +623,9 @@ func (c *conn) serve() {
 	}()
 	srv := c.srv
 	needTimer := srv.idleTimeout() > 0 || srv.headerTimeout() > 0
+	// The read-ahead's Context (the runtime and the task's waker) lives for this busy
+	// period only: an idle connection keeps none.
+	var taskCx *blitzio.Context
 	for {
 		keep := c.serveRequest()
 		if c.hijacked {
@@ -661,7 +658,10 @@ func (c *conn) serve() {
 		// Read-ahead with the task's waker: if the next request is here, serve it on
 		// this goroutine; if not, the task's waker stays with the driver and the
 		// connection goes idle without waking the task.
-		r, ok := c.s.PollRead(c.taskCx, *c.rbuf)
+		if taskCx == nil {
+			taskCx = blitzio.NewContext(c.rt, c.taskWaker)
+		}
+		r, ok := c.s.PollRead(taskCx, *c.rbuf)
 		if !ok {
 			c.releaseRead()
 			c.releaseOut()
@@ -700,10 +700,11 @@ func (c *conn) serveRequest() (keep bool) {
 			c.closeAfter = true
 		}
 	}
-	w := &c.res
-	w.reset(c, req, &c.pr)
+	w := &bd.res
+	w.reset(c, req, &bd.pr)
 	if b, ok := req.Body.(*body); ok {
 		w.body = b
+		b.w = w
 	}
 	defer c.endRequest()
 	if !c.runHandler(w, req) {
@@ -748,11 +749,14 @@ func (c *conn) endRequest() {
 	if x := c.cur.Swap(nil); x != nil {
 		x.cancel()
 	}
-	c.res.mu.Lock()
-	c.res.done = true
-	c.res.mu.Unlock()
-	if b := c.res.body; b != nil {
-		b.close()
+	if bd := c.bundle; bd != nil {
+		w := &bd.res
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+		if b := w.body; b != nil {
+			b.close()
+		}
 	}
 	if c.guard != nil {
 		c.guard.Release()
@@ -867,11 +871,16 @@ func (c *conn) fill(limit int) error {
 
 var errLineTooLong = errors.New("httpserve: chunk header line too long")
 
-// reqBundle is what one request allocates beside its http.Request, in one allocation:
-// its context, the body reader, and the slots of single-valued headers.
+// reqBundle is what one request allocates beside its http.Request and header maps, in
+// one allocation: its context, body reader, ResponseWriter, parsed head, and the slots
+// of single-valued headers. Nothing of it is reused for another request, so a handler
+// that keeps its ResponseWriter or body past its return (a bug net/http tolerates) only
+// gets errors, never another request's data; and an idle connection keeps none of it.
 type reqBundle struct {
 	ctx  reqCtx
 	body body
+	res  response
+	pr   parsedRequest
 	vals [8]string
 }
 

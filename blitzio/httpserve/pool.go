@@ -3,6 +3,7 @@
 package httpserve
 
 import (
+	"runtime"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 // Measured against blitzio.SpawnBlocking (BenchmarkDispatch in this package): the pool
 // is faster, so it is what the server uses; see the package documentation.
 type handlerPool struct {
+	maxIdle  int // set by Serve: maxIdleWorkers
 	mu       sync.Mutex
 	idle     []*hworker
 	closed   bool
@@ -50,12 +52,19 @@ func (p *handlerPool) get() *hworker {
 	return w
 }
 
-// put returns w to the stack; false tells w to exit (the server has stopped).
+// maxIdleWorkers bounds the parked goroutines: enough for handlers that compute (a few
+// per core); handlers that block get more goroutines while they block, and those beyond
+// the bound exit when they finish instead of parking, so a burst does not leave
+// thousands of parked stacks behind.
+func maxIdleWorkers() int { return 4 * runtime.GOMAXPROCS(0) }
+
+// put returns w to the stack; false tells w to exit (the server has stopped, or enough
+// goroutines are parked).
 func (p *handlerPool) put(w *hworker) bool {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || len(p.idle) >= p.maxIdle {
 		return false
 	}
 	w.lastUsed = now

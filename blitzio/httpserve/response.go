@@ -46,13 +46,7 @@ type response struct {
 }
 
 func (w *response) reset(c *conn, req *http.Request, pr *parsedRequest) {
-	h := w.header
-	if h == nil {
-		h = make(http.Header, 4)
-	} else {
-		clear(h)
-	}
-	*w = response{c: c, req: req, pr: pr, header: h, contentLength: -1, isHead: req.Method == "HEAD"}
+	*w = response{c: c, req: req, pr: pr, header: make(http.Header, 4), contentLength: -1, isHead: req.Method == "HEAD"}
 	if c.out == nil {
 		c.out = outBufs.Get().(*[]byte)
 	}

@@ -119,8 +119,7 @@ type listener struct {
 }
 
 type acceptedConn struct {
-	s   connStream
-	tcp *blitzio.TCPStream
+	s connStream
 }
 
 // Serve accepts connections on l and serves each with one blitzio task on rt (see the
@@ -137,7 +136,7 @@ func (srv *Server) Serve(rt *blitzio.Runtime, l *blitzio.TCPListener) error {
 			if r.Err != nil {
 				return blitzio.Result[acceptedConn]{Err: r.Err}
 			}
-			return blitzio.Result[acceptedConn]{Value: acceptedConn{s: r.Value.Conn, tcp: r.Value.Conn}}
+			return blitzio.Result[acceptedConn]{Value: acceptedConn{s: r.Value.Conn}}
 		})
 	}})
 }
@@ -188,6 +187,9 @@ func (srv *Server) serve(rt *blitzio.Runtime, l *listener) error {
 		srv.listeners = map[*listener]struct{}{}
 	}
 	srv.listeners[l] = struct{}{}
+	if srv.pool.maxIdle == 0 {
+		srv.pool.maxIdle = maxIdleWorkers()
+	}
 	hook := srv.Coordinator != nil && !srv.hooked
 	srv.hooked = srv.hooked || hook
 	srv.mu.Unlock()
