@@ -62,10 +62,13 @@ func (b *body) Close() error {
 
 func (b *body) close() { b.Close() }
 
-func (b *body) finished() bool {
+// mustCloseIfUnread reports whether what is left of the body forbids reusing the
+// connection: a client still waiting for 100 Continue, or more than maxDiscardBody
+// bytes declared and unread.
+func (b *body) mustCloseIfUnread() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.eof
+	return !b.eof && (b.continueNeeded || !b.chunked && b.remain > maxDiscardBody)
 }
 
 func (b *body) readLocked(p []byte) (int, error) {

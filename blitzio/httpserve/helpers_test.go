@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -136,3 +137,5 @@ func goroutines() int { return runtime.NumGoroutine() }
 
 var _ = context.Background
 var _ = strings.Contains
+
+func discardLog() *log.Logger { return log.New(io.Discard, "", 0) }

@@ -242,13 +242,13 @@ func (w *response) sendHead(final bool) {
 			closeAfter = true // HTTP/1.0 with an unknown length: the close ends it
 		}
 	}
-	if b := w.body; b != nil && !b.finished() {
+	if b := w.body; final && b != nil && b.mustCloseIfUnread() {
 		// net/http: a body the handler did not read is discarded after the response if it
 		// is small; a large one, or one the client waits to send (100-continue never
-		// answered), means the connection cannot be reused.
-		if b.continueNeeded || b.chunked || b.remain > maxDiscardBody {
-			closeAfter = true
-		}
+		// answered), means the connection cannot be reused. (Before the handler returns
+		// it may still read the body, as this server lets it read while it writes; then
+		// the check comes after the response, in discardRest.)
+		closeAfter = true
 	}
 	keepAlive10 := pr.major == 1 && pr.minor == 0 && !closeAfter && pr.wants10KeepAlive
 	if closeAfter {

@@ -1,0 +1,233 @@
+//go:build linux || darwin || freebsd
+
+package httpserve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blitzgo/blitz/blitzio"
+)
+
+// TestLeakedResponseWriterAndBody: a handler that hands its ResponseWriter, body and
+// context to a goroutine which uses them after the handler returned gets errors and a
+// cancelled context, and the next request on the connection is unaffected.
+func TestLeakedResponseWriterAndBody(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	type leaked struct {
+		w    http.ResponseWriter
+		body io.Reader
+		ctx  context.Context
+	}
+	got := make(chan leaked, 1)
+	ts := start(t, blitzio.BackendEpoll, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/leak" {
+			got <- leaked{w, r.Body, r.Context()}
+			io.WriteString(w, "leaker")
+			return
+		}
+		io.WriteString(w, "second")
+	})})
+	c := ts.dial(t)
+	br := bufio.NewReader(c)
+	readBody(t, roundTrip(t, c, br, "POST /leak HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", "POST"))
+	l := <-got
+	if _, err := l.w.Write([]byte("late")); err == nil {
+		t.Fatal("a write after the handler returned succeeded")
+	}
+	if _, err := l.body.Read(make([]byte, 1)); !errors.Is(err, http.ErrBodyReadAfterClose) {
+		t.Fatalf("a body read after the handler returned: %v", err)
+	}
+	select {
+	case <-l.ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request's context is not cancelled after the handler returned")
+	}
+	if got := readBody(t, roundTrip(t, c, br, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET")); got != "second" {
+		t.Fatalf("next response: %q", got)
+	}
+}
+
+// TestLargeBodies streams a 4 MB upload (Content-Length, read straight into the
+// handler's buffer) and a 4 MB download (chunked, written while the socket fills),
+// pipelined with a small request.
+func TestLargeBodies(t *testing.T) {
+	defer watchdog(t, 120*time.Second)()
+	eachBackend(t, func(t *testing.T, b blitzio.Backend) {
+		ts := start(t, b, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(w, r.Body)
+		})})
+		data := make([]byte, 4<<20)
+		rand.Read(data)
+		c := ts.dial(t)
+		br := bufio.NewReader(c)
+		go func() {
+			var req bytes.Buffer
+			req.WriteString("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n")
+			req.Write(data)
+			req.WriteString("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok")
+			c.Write(req.Bytes())
+		}()
+		resp := roundTrip(t, c, br, "", "POST")
+		if got := readBody(t, resp); got != string(data) {
+			t.Fatalf("echoed %d bytes, want %d equal ones", len(got), len(data))
+		}
+		if got := readBody(t, roundTrip(t, c, br, "", "POST")); got != "ok" {
+			t.Fatalf("pipelined after a large body: %q", got)
+		}
+	})
+}
+
+func TestMaxBodyBytesChunked(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	readErr := make(chan error, 1)
+	ts := start(t, blitzio.BackendEpoll, &Server{MaxBodyBytes: 4, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		readErr <- err
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+	})})
+	c := ts.dial(t)
+	br := bufio.NewReader(c)
+	resp := roundTrip(t, c, br, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n0\r\n\r\n", "POST")
+	readBody(t, resp)
+	var mbe *http.MaxBytesError
+	if err := <-readErr; !errors.As(err, &mbe) || mbe.Limit != 4 {
+		t.Fatalf("read past MaxBodyBytes: %v", err)
+	}
+	if !resp.Close {
+		t.Fatal("the connection must close after a body over the limit")
+	}
+}
+
+func TestServeUnix(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	rt, err := blitzio.New(blitzio.Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	path := filepath.Join(t.TempDir(), "s.sock")
+	l, err := blitzio.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Handler: hello()}
+	served := make(chan error, 1)
+	go func() { served <- srv.ServeUnix(rt, l) }()
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	}}, Timeout: 20 * time.Second}
+	for i := 0; i < 3; i++ {
+		resp, err := client.Get("http://unix/u")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readBody(t, resp); got != "hello /u" {
+			t.Fatalf("%q", got)
+		}
+	}
+	client.CloseIdleConnections()
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		t.Fatalf("ServeUnix: %v", err)
+	}
+}
+
+// TestMisuse: nil arguments, Serve after Shutdown, Shutdown and Close twice, a nil
+// Handler (http.DefaultServeMux), an invalid status code (the panic is the handler's,
+// recovered and logged as net/http does).
+func TestMisuse(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	var srv Server
+	if err := srv.Serve(nil, nil); !errors.Is(err, ErrNoRuntime) {
+		t.Fatalf("Serve(nil, nil): %v", err)
+	}
+	ts := start(t, blitzio.BackendEpoll, &Server{ErrorLog: discardLog(), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(99)
+	})})
+	c := ts.dial(t)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if _, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+		t.Fatal("a handler panicking on WriteHeader(99) produced a response")
+	}
+	if err := ts.srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.srv.Shutdown(context.Background()); err != nil {
+		t.Fatalf("second Shutdown: %v", err)
+	}
+	ts.srv.Close()
+	l, err := blitzio.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.srv.Serve(ts.rt, l); !errors.Is(err, http.ErrServerClosed) {
+		t.Fatalf("Serve after Shutdown: %v", err)
+	}
+
+	// A nil Handler serves http.DefaultServeMux (404 for an unknown path).
+	ts2 := start(t, blitzio.BackendEpoll, &Server{})
+	c2 := ts2.dial(t)
+	resp := roundTrip(t, c2, bufio.NewReader(c2), "GET /no-such-path-httpserve HTTP/1.1\r\nHost: x\r\n\r\n", "GET")
+	readBody(t, resp)
+	if resp.StatusCode != 404 {
+		t.Fatalf("nil Handler: status %d", resp.StatusCode)
+	}
+}
+
+// TestRuntimeClosedUnderBusyHandler closes the runtime while a handler is blocked: the
+// connection is dropped and closed, and the handler's goroutine finishes without a
+// panic when it is released.
+func TestRuntimeClosedUnderBusyHandler(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	rt, err := blitzio.New(blitzio.Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := blitzio.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release, finished := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	srv := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+		_, err := io.WriteString(w, strings.Repeat("x", 64<<10))
+		if err == nil {
+			err = http.NewResponseController(w).Flush()
+		}
+		finished <- err
+	})}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(rt, l) }()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-entered
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err == nil {
+		t.Fatal("Serve returned nil after its runtime closed")
+	}
+	close(release)
+	if err := <-finished; err == nil {
+		t.Fatal("the handler wrote to a connection whose runtime closed")
+	}
+	srv.Close()
+}
