@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 )
 
 // body is a request body: Content-Length or chunked framing over the connection's read
@@ -25,7 +26,7 @@ type body struct {
 	total          int64
 	continueNeeded bool
 	eof            bool
-	closed         bool
+	closed         atomic.Bool // set without the lock: a reader parked in Read holds it
 	err            error
 }
 
@@ -43,9 +44,12 @@ var (
 
 // Read implements io.Reader.
 func (b *body) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, errBodyAfterClose
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.closed.Load() {
 		return 0, errBodyAfterClose
 	}
 	return b.readLocked(p)
@@ -54,9 +58,7 @@ func (b *body) Read(p []byte) (int, error) {
 // Close implements io.Closer. Reads after it fail; the server discards what is left
 // after the handler returns.
 func (b *body) Close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.closed = true
+	b.closed.Store(true)
 	return nil
 }
 
@@ -65,8 +67,15 @@ func (b *body) close() { b.Close() }
 // mustCloseIfUnread reports whether what is left of the body forbids reusing the
 // connection: a client still waiting for 100 Continue, or more than maxDiscardBody
 // bytes declared and unread.
+//
+// The server calls it holding the response's lock, so it never waits for the body's: a
+// Read in progress on another goroutine (a handler that returned while a goroutine of
+// its own still reads) counts as unread, and the connection closes, which ends that
+// read.
 func (b *body) mustCloseIfUnread() bool {
-	b.mu.Lock()
+	if !b.mu.TryLock() {
+		return true
+	}
 	defer b.mu.Unlock()
 	return !b.eof && (b.continueNeeded || !b.chunked && b.remain > maxDiscardBody)
 }
@@ -262,7 +271,9 @@ func (c *conn) readLine() ([]byte, error) {
 // maxDiscardBody bytes, so the connection can serve the next request. It reports
 // false when the connection cannot be reused.
 func (b *body) discardRest() bool {
-	b.mu.Lock()
+	if !b.mu.TryLock() {
+		return false // still being read by a goroutine the handler left behind
+	}
 	defer b.mu.Unlock()
 	if b.eof {
 		return b.err == nil

@@ -368,6 +368,13 @@ func (c *conn) pollRead(cx *blitzio.Context) bool {
 					c.rbuf = &nb
 				}
 			}
+			if c.idleDL == 0 {
+				// Part of a head the handler goroutine left (pipelining): its header
+				// timeout starts now.
+				if d := srv.headerTimeout(); d > 0 {
+					c.idleDL = time.Now().Add(d).UnixNano()
+				}
+			}
 			r, ok := c.s.PollRead(cx, (*c.rbuf)[c.r1:])
 			if !ok {
 				if c.arm(cx, c.idleDL) {

@@ -231,3 +231,47 @@ func TestRuntimeClosedUnderBusyHandler(t *testing.T) {
 	}
 	srv.Close()
 }
+
+// TestBodyReaderLeftBehind: the handler returns while a goroutine of its own is parked
+// reading the body (the client sends no more). The response must still go out, the
+// connection close (the body is in use), and the parked read end with an error.
+func TestBodyReaderLeftBehind(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	readDone := make(chan error, 1)
+	ts := start(t, blitzio.BackendEpoll, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started := make(chan struct{})
+		go func() {
+			close(started)
+			_, err := io.ReadAll(r.Body)
+			readDone <- err
+		}()
+		<-started
+		time.Sleep(10 * time.Millisecond) // let it park in Read; correctness does not depend on it
+		io.WriteString(w, "answered")
+	})})
+	c := ts.dial(t)
+	br := bufio.NewReader(c)
+	resp := roundTrip(t, c, br, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc", "POST")
+	if got := readBody(t, resp); got != "answered" {
+		t.Fatalf("%q", got)
+	}
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("the connection stayed open with its body half read by a leftover goroutine")
+	}
+	if err := <-readDone; err == nil {
+		t.Fatal("the leftover read succeeded")
+	}
+}
+
+// TestPipelinedPartialHeadTimesOut: a whole request followed by half of the next one in
+// the same write; the header timeout applies to the half.
+func TestPipelinedPartialHeadTimesOut(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	ts := start(t, blitzio.BackendEpoll, &Server{ReadHeaderTimeout: 50 * time.Millisecond, Handler: hello()})
+	c := ts.dial(t)
+	br := bufio.NewReader(c)
+	readBody(t, roundTrip(t, c, br, "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHo", "GET"))
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("want the connection closed by the header timeout, got %v", err)
+	}
+}
