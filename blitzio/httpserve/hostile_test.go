@@ -9,6 +9,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"math"
+	"runtime"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -274,4 +276,83 @@ func TestPipelinedPartialHeadTimesOut(t *testing.T) {
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Fatalf("want the connection closed by the header timeout, got %v", err)
 	}
+}
+
+// TestHugeLimits: limits near math.MaxInt do not overflow into refusing everything.
+func TestHugeLimits(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	ts := start(t, blitzio.BackendEpoll, &Server{MaxHeaderBytes: math.MaxInt, MaxBodyBytes: math.MaxInt64, Handler: hello()})
+	c := ts.dial(t)
+	br := bufio.NewReader(c)
+	if got := readBody(t, roundTrip(t, c, br, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n", "GET")); got != "hello /big" {
+		t.Fatalf("%q", got)
+	}
+	// The largest Content-Length net/http accepts, with a body that never comes: the
+	// handler does not read it, so the connection closes after the response.
+	resp := roundTrip(t, c, br, "POST /max HTTP/1.1\r\nHost: x\r\nContent-Length: 9223372036854775807\r\n\r\n", "POST")
+	if readBody(t, resp) != "hello /max" || !resp.Close {
+		t.Fatalf("Content-Length MaxInt64: close %v", resp.Close)
+	}
+	c = ts.dial(t)
+	resp = roundTrip(t, c, bufio.NewReader(c), "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 9223372036854775808\r\n\r\n", "POST")
+	if resp.StatusCode != 400 {
+		t.Fatalf("Content-Length beyond int64: %d", resp.StatusCode)
+	}
+}
+
+// TestOneServerTwoRuntimes serves one Server on listeners of two runtimes at once;
+// one Shutdown stops both Serve calls.
+func TestOneServerTwoRuntimes(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	srv := &Server{Handler: hello()}
+	var addrs []string
+	served := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		rt, err := blitzio.New(blitzio.Config{Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Close()
+		l, err := blitzio.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, l.Addr().String())
+		go func() { served <- srv.Serve(rt, l) }()
+	}
+	for _, a := range addrs {
+		c, err := net.Dial("tcp", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		if got := readBody(t, roundTrip(t, c, bufio.NewReader(c), "GET /rt HTTP/1.1\r\nHost: x\r\n\r\n", "GET")); got != "hello /rt" {
+			t.Fatalf("%q", got)
+		}
+	}
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Fatalf("Serve %d: %v", i, err)
+		}
+	}
+}
+
+// TestGoexitReleasesGuard: a handler ending with runtime.Goexit releases its
+// Coordinator guard, so the coordinator's Wait does not hang.
+func TestGoexitReleasesGuard(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	co := blitzio.NewShutdown()
+	ts := start(t, blitzio.BackendEpoll, &Server{Coordinator: co, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runtime.Goexit()
+	})})
+	c := ts.dial(t)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after Goexit: %v, want the connection closed", err)
+	}
+	waitFor(t, "the guard to be released", func() bool { return co.InFlight() == 0 })
 }

@@ -66,6 +66,7 @@ type parsedRequest struct {
 	method, uri, proto string
 	major, minor       int
 	url                *url.URL
+	urlStore           url.URL // where the fast path builds url, in the same allocation
 	header             http.Header
 	host               string
 	contentLength      int64 // -1 with chunked
@@ -278,8 +279,8 @@ func parseURI(p *parsedRequest) *parseError {
 	if len(raw) > 0 && raw[0] == '/' && p.method != "CONNECT" {
 		path, query, hasQ := strings.Cut(raw, "?")
 		if plainPath(path) && plainQuery(query) && !(hasQ && query == "") {
-			u := &url.URL{Path: path, RawQuery: query}
-			p.url = u
+			p.urlStore = url.URL{Path: path, RawQuery: query}
+			p.url = &p.urlStore
 			return nil
 		}
 	}

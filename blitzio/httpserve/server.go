@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -94,7 +95,7 @@ func (srv *Server) maxHeaderBytes() int {
 	if n <= 0 {
 		n = DefaultMaxHeaderBytes
 	}
-	return n + 4096
+	return min(n, math.MaxInt-4096) + 4096 // no overflow for a limit near math.MaxInt
 }
 
 func (srv *Server) idleTimeout() time.Duration {
