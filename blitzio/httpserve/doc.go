@@ -17,10 +17,15 @@
 // 1,000 idle connections; blitzbench's http suite measures the bytes).
 //
 // A handler runs on a goroutine only while its request is in flight. The goroutines
-// come from a pool of parked ones (a LIFO stack; a goroutine idle for 10 s exits), so a
-// request costs a channel send, not a goroutine start. The alternative, blitzio's
-// blocking pool (SpawnBlocking), is slower for this (BenchmarkDispatch: a round trip
-// through the pool against one through SpawnBlocking), so the server uses the pool.
+// come from a pool of parked ones (a LIFO stack of at most 4*GOMAXPROCS; more run while
+// handlers block, and exit when they finish; a parked one idle for 10 s exits too), so
+// a request costs a channel send, not a goroutine start. The alternative, blitzio's
+// blocking pool (SpawnBlocking), is slower for this: BenchmarkDispatch measures a round
+// trip through each, about 0.45 µs and no allocation through the pool against 3.4 µs
+// and 5 allocations through SpawnBlocking on a shared 2-core machine, so the server
+// uses the pool. After the hand-off the connection task yields its P (runtime.Gosched),
+// so the handler runs at once instead of after the worker parks in the I/O driver's
+// system call.
 //
 // The handler's writes go to a buffer. When the handler returns, the goroutine looks for
 // the next request already in the read buffer (pipelining) and serves it too, so the
