@@ -10,11 +10,14 @@ import (
 	"errors"
 	"io"
 	"math"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -355,4 +358,85 @@ func TestGoexitReleasesGuard(t *testing.T) {
 		t.Fatalf("after Goexit: %v, want the connection closed", err)
 	}
 	waitFor(t, "the guard to be released", func() bool { return co.InFlight() == 0 })
+}
+
+// TestFragmentedPipelines: several clients at once send pipelines of mixed requests
+// (GET, POST with Content-Length, POST chunked) cut into random fragments with random
+// pauses, so heads and bodies straddle reads in every way; every response must come
+// back complete and in order.
+func TestFragmentedPipelines(t *testing.T) {
+	defer watchdog(t, 120*time.Second)()
+	eachBackend(t, func(t *testing.T, b blitzio.Backend) {
+		ts := start(t, b, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			io.WriteString(w, r.Method+" "+r.URL.Path+" "+string(body))
+		})})
+		var wg sync.WaitGroup
+		for g := 0; g < 8; g++ {
+			wg.Go(func() {
+				rng := mrand.New(mrand.NewPCG(uint64(g), 7))
+				c, err := net.Dial("tcp", ts.addr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(60 * time.Second))
+				var raw bytes.Buffer
+				var want []string
+				for i := 0; i < 30; i++ {
+					path := "/r" + strconv.Itoa(i)
+					body := strings.Repeat(string(rune('a'+i%26)), rng.IntN(3000))
+					switch i % 3 {
+					case 0:
+						raw.WriteString("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")
+						want = append(want, "GET "+path+" ")
+					case 1:
+						raw.WriteString("POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+						want = append(want, "POST "+path+" "+body)
+					case 2:
+						raw.WriteString("POST " + path + " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+						for rest := body; len(rest) > 0; {
+							n := min(len(rest), 1+rng.IntN(700))
+							raw.WriteString(strconv.FormatInt(int64(n), 16) + "\r\n" + rest[:n] + "\r\n")
+							rest = rest[n:]
+						}
+						raw.WriteString("0\r\n\r\n")
+						want = append(want, "POST "+path+" "+body)
+					}
+				}
+				go func() {
+					data := raw.Bytes()
+					for len(data) > 0 {
+						n := min(len(data), 1+rng.IntN(200))
+						if _, err := c.Write(data[:n]); err != nil {
+							return
+						}
+						data = data[n:]
+						if rng.IntN(4) == 0 {
+							time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+						}
+					}
+				}()
+				br := bufio.NewReader(c)
+				for i, w := range want {
+					resp, err := http.ReadResponse(br, nil)
+					if err != nil {
+						t.Errorf("client %d response %d: %v", g, i, err)
+						return
+					}
+					got, _ := io.ReadAll(resp.Body)
+					if string(got) != w {
+						t.Errorf("client %d response %d: %q, want %q", g, i, got, w)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	})
 }

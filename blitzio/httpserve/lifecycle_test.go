@@ -422,3 +422,46 @@ func TestIdleConnectionsHoldNoGoroutine(t *testing.T) {
 		t.Fatalf("%d goroutines with %d idle connections, %d before: idle connections hold goroutines", g, n, base)
 	}
 }
+
+// TestResponseControllerReadDeadline: a read deadline set through
+// http.ResponseController fails the handler's body read with a timeout, and the
+// handler can still answer.
+func TestResponseControllerReadDeadline(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	eachBackend(t, func(t *testing.T, b blitzio.Backend) {
+		ts := start(t, b, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rc := http.NewResponseController(w)
+			if err := rc.SetReadDeadline(time.Now().Add(30 * time.Millisecond)); err != nil {
+				t.Error(err)
+			}
+			_, err := io.ReadAll(r.Body)
+			if !isTimeout(err) {
+				t.Errorf("body read past the deadline: %v", err)
+			}
+			io.WriteString(w, "answered anyway")
+		})})
+		c := ts.dial(t)
+		br := bufio.NewReader(c)
+		resp := roundTrip(t, c, br, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab", "POST")
+		if got := readBody(t, resp); got != "answered anyway" || !resp.Close {
+			t.Fatalf("%q close %v (a failed body read must close the connection)", got, resp.Close)
+		}
+	})
+}
+
+// TestHTTP10UnknownLength: an HTTP/1.0 keep-alive request whose handler flushes before
+// the length is known gets a body ended by the close, as net/http does.
+func TestHTTP10UnknownLength(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	ts := start(t, blitzio.BackendEpoll, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "part one, ")
+		w.(http.Flusher).Flush()
+		io.WriteString(w, "part two")
+	})})
+	c := ts.dial(t)
+	br := bufio.NewReader(c)
+	resp := roundTrip(t, c, br, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", "GET")
+	if got := readBody(t, resp); got != "part one, part two" || resp.ContentLength != -1 || len(resp.TransferEncoding) != 0 || !resp.Close {
+		t.Fatalf("%q CL %d TE %v close %v", got, resp.ContentLength, resp.TransferEncoding, resp.Close)
+	}
+}
