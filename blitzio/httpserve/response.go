@@ -173,6 +173,29 @@ var errAfterHandler = errors.New("httpserve: write after the handler returned")
 func (w *response) writeBody(p []byte, s string) error {
 	c := w.c
 	out := *c.out
+	if n := len(p) + len(s); n >= outFlushSize {
+		// A large write goes to the socket from the caller's buffer, after what is
+		// queued, instead of being copied into the batch.
+		if w.chunked {
+			out = strconv.AppendInt(out, int64(n), 16)
+			out = append(out, "\r\n"...)
+		}
+		*c.out = out
+		if err := c.flushOut(); err != nil {
+			return err
+		}
+		if p == nil {
+			p = []byte(s)
+		}
+		if err := c.writeAll(p); err != nil {
+			c.mustClose.Store(true)
+			return err
+		}
+		if w.chunked {
+			*c.out = append(*c.out, "\r\n"...)
+		}
+		return nil
+	}
 	if w.chunked {
 		out = strconv.AppendInt(out, int64(len(p)+len(s)), 16)
 		out = append(out, "\r\n"...)
