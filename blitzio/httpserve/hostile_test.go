@@ -50,6 +50,9 @@ func TestLeakedResponseWriterAndBody(t *testing.T) {
 	if _, err := l.w.Write([]byte("late")); err == nil {
 		t.Fatal("a write after the handler returned succeeded")
 	}
+	if err := http.NewResponseController(l.w).SetReadDeadline(time.Now()); err == nil {
+		t.Fatal("a deadline set after the handler returned was accepted (it would cut the next request)")
+	}
 	if _, err := l.body.Read(make([]byte, 1)); !errors.Is(err, http.ErrBodyReadAfterClose) {
 		t.Fatalf("a body read after the handler returned: %v", err)
 	}

@@ -398,6 +398,9 @@ func (w *response) FlushError() error {
 // SetReadDeadline sets the deadline of the request body's reads (for
 // http.ResponseController). The zero time means none.
 func (w *response) SetReadDeadline(t time.Time) error {
+	if w.finished() {
+		return errAfterHandler // it would move the next request's deadline
+	}
 	setDeadline(&w.c.rdl, &w.c.rdlHit, w.c.rpark.Load(), t)
 	w.c.wakeTask()
 	return nil
@@ -406,9 +409,18 @@ func (w *response) SetReadDeadline(t time.Time) error {
 // SetWriteDeadline sets the deadline of the response's writes (for
 // http.ResponseController). The zero time means none.
 func (w *response) SetWriteDeadline(t time.Time) error {
+	if w.finished() {
+		return errAfterHandler
+	}
 	setDeadline(&w.c.wdl, &w.c.wdlHit, w.c.wpark.Load(), t)
 	w.c.wakeTask()
 	return nil
+}
+
+func (w *response) finished() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.done || w.c.hijacked
 }
 
 func setDeadline(dl *atomic.Int64, hit *atomic.Bool, p *parker, t time.Time) {
