@@ -443,3 +443,47 @@ func TestFragmentedPipelines(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// TestNoGoroutineLeft: after Shutdown and the runtime's Close, every goroutine the
+// server started (handler pool, connection hand-offs) has exited.
+func TestNoGoroutineLeft(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	base := goroutines()
+	rt, err := blitzio.New(blitzio.Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := blitzio.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Handler: hello()}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(rt, l) }()
+	tr := &http.Transport{}
+	client := &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Go(func() {
+			for i := 0; i < 20; i++ {
+				resp, err := client.Get("http://" + l.Addr().String() + "/")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	tr.CloseIdleConnections()
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-served
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the server's goroutines to exit", func() bool { return goroutines() <= base })
+}
