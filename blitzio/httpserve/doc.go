@@ -21,9 +21,9 @@
 // handlers block, and exit when they finish; a parked one idle for 10 s exits too), so
 // a request costs a channel send, not a goroutine start. The alternative, blitzio's
 // blocking pool (SpawnBlocking), is slower for this: BenchmarkDispatch measures a round
-// trip through each, about 0.45 µs and no allocation through the pool against 3.4 µs
-// and 5 allocations through SpawnBlocking on a shared 2-core machine, so the server
-// uses the pool. After the hand-off the connection task yields its P (runtime.Gosched),
+// trip through each: 0.45 to 1.5 µs and no allocation through the pool against 2.5 to
+// 7.6 µs and 5 allocations through SpawnBlocking (three runs on a shared, busy 2-core
+// machine), so the server uses the pool. After the hand-off the connection task yields its P (runtime.Gosched),
 // so the handler runs at once instead of after the worker parks in the I/O driver's
 // system call.
 //
