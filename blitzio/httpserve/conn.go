@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -410,7 +411,13 @@ func (c *conn) parseRequest(n int) *parseError {
 	}
 	bd := new(reqBundle)
 	p := &bd.pr
-	p.header = make(http.Header, 8)
+	// Size the map for the header lines (the Host line stays out of it); with none
+	// but Host, make allocates no storage until a first insert.
+	if n := strings.Count(head, "\n") - 3; n > 0 {
+		p.header = make(http.Header, n)
+	} else {
+		p.header = make(http.Header)
+	}
 	if perr := parseHead(head, p, bd.vals[:]); perr != nil {
 		return perr
 	}

@@ -122,6 +122,7 @@ func parseHead(head string, p *parsedRequest, vals []string) *parseError {
 	// Header lines.
 	h := p.header
 	first := true
+	hostCount, hostVal := 0, ""
 	for {
 		var l string
 		l, rest = cutLine(rest)
@@ -150,6 +151,15 @@ func parseHead(head string, p *parsedRequest, vals []string) *parseError {
 			}
 		}
 		v = trimOWS(v)
+		if key == "Host" {
+			// Kept out of the map (the server deletes it anyway): a request with no other
+			// header then allocates no map storage.
+			if hostCount == 0 {
+				hostVal = v
+			}
+			hostCount++
+			continue
+		}
 		if vv, ok := h[key]; ok {
 			h[key] = append(vv, v)
 		} else if len(vals) > 0 {
@@ -161,14 +171,12 @@ func parseHead(head string, p *parsedRequest, vals []string) *parseError {
 		}
 	}
 
-	if len(h["Host"]) > 1 {
+	if hostCount > 1 {
 		return errBadRequest // "too many Host headers"
 	}
 	p.host = p.url.Host
 	if p.host == "" {
-		if hv := h["Host"]; len(hv) > 0 {
-			p.host = hv[0]
-		}
+		p.host = hostVal
 	}
 	if hp, ok := h["Pragma"]; ok && len(hp) > 0 && hp[0] == "no-cache" {
 		if _, ok := h["Cache-Control"]; !ok {
@@ -231,11 +239,10 @@ func parseHead(head string, p *parsedRequest, vals []string) *parseError {
 	if p.major != 1 {
 		return errVersion
 	}
-	hosts, haveHost := h["Host"]
-	if p.minor >= 1 && (!haveHost || len(hosts) == 0) && p.method != "CONNECT" {
+	if p.minor >= 1 && hostCount == 0 && p.method != "CONNECT" {
 		return errMissingHost
 	}
-	if len(hosts) == 1 && !validHostHeader(hosts[0]) {
+	if hostCount == 1 && !validHostHeader(hostVal) {
 		return errMalformedHost
 	}
 	for k, vv := range h {
@@ -248,7 +255,6 @@ func parseHead(head string, p *parsedRequest, vals []string) *parseError {
 			}
 		}
 	}
-	delete(h, "Host")
 	if ex, ok := h["Expect"]; ok && len(ex) > 0 && ex[0] != "" {
 		if !strings.EqualFold(ex[0], "100-continue") {
 			return errExpectationFail

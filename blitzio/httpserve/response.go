@@ -46,7 +46,7 @@ type response struct {
 }
 
 func (w *response) reset(c *conn, req *http.Request, pr *parsedRequest) {
-	*w = response{c: c, req: req, pr: pr, header: make(http.Header, 4), contentLength: -1, isHead: req.Method == "HEAD"}
+	*w = response{c: c, req: req, pr: pr, header: make(http.Header), contentLength: -1, isHead: req.Method == "HEAD"}
 	if c.out == nil {
 		c.out = outBufs.Get().(*[]byte)
 	}
