@@ -71,6 +71,9 @@
 //   - Request trailers are checked and dropped (Request.Trailer stays nil), and every
 //     trailer line must end in CRLF (net/http also accepts a bare LF there); response
 //     trailers are not supported.
+//   - A handler may read the request body while it writes the response, as if
+//     http.ResponseController.EnableFullDuplex had been called (net/http's HTTP/1
+//     server stops the body once the response starts, unless it has).
 //   - HTTP/2 (h2c) is not served.
 //   - A chunked body over MaxBodyBytes fails the handler's read with *http.MaxBytesError
 //     (the handler chooses the status); a declared Content-Length over it is answered
