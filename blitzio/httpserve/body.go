@@ -1,0 +1,358 @@
+//go:build linux || darwin || freebsd
+
+package httpserve
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+)
+
+// body is a request body: Content-Length or chunked framing over the connection's read
+// buffer and socket. Reads block the calling goroutine, parked on a channel until the
+// driver reports bytes (never spinning). It is safe for use from one goroutine at a
+// time, and Close may come from any.
+type body struct {
+	mu             sync.Mutex
+	c              *conn
+	w              *response
+	remain         int64 // Content-Length mode: bytes left; chunked: bytes left in the chunk
+	chunked        bool
+	chunkState     uint8
+	limit          int64 // MaxBodyBytes, 0 for none
+	total          int64
+	continueNeeded bool
+	eof            bool
+	closed         atomic.Bool // set without the lock: a reader parked in Read holds it
+	err            error
+}
+
+const (
+	chunkSize uint8 = iota
+	chunkData
+	chunkCRLF
+	chunkTrailer
+)
+
+var (
+	errMalformedChunk = errors.New("httpserve: malformed chunked encoding")
+	errBodyAfterClose = http.ErrBodyReadAfterClose
+)
+
+// Read implements io.Reader.
+func (b *body) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, errBodyAfterClose
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed.Load() {
+		return 0, errBodyAfterClose
+	}
+	return b.readLocked(p)
+}
+
+// Close implements io.Closer. Reads after it fail; the server discards what is left
+// after the handler returns.
+func (b *body) Close() error {
+	b.closed.Store(true)
+	return nil
+}
+
+func (b *body) close() { b.Close() }
+
+// mustCloseIfUnread reports whether what is left of the body forbids reusing the
+// connection: a client still waiting for 100 Continue, or more than maxDiscardBody
+// bytes declared and unread.
+//
+// The server calls it holding the response's lock, so it never waits for the body's: a
+// Read in progress on another goroutine (a handler that returned while a goroutine of
+// its own still reads) counts as unread, and the connection closes, which ends that
+// read.
+func (b *body) mustCloseIfUnread() bool {
+	if !b.mu.TryLock() {
+		return true
+	}
+	defer b.mu.Unlock()
+	return !b.eof && (b.continueNeeded || !b.chunked && b.remain > maxDiscardBody)
+}
+
+func (b *body) readLocked(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.eof {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if b.continueNeeded {
+		b.continueNeeded = false
+		if err := b.w.sendContinue(); err != nil {
+			b.err = err
+			return 0, err
+		}
+	}
+	var n int
+	var err error
+	if b.chunked {
+		n, err = b.readChunked(p)
+	} else {
+		n, err = b.readN(p)
+		if err == nil && b.remain == 0 {
+			b.eof = true
+			err = io.EOF
+		}
+	}
+	if n > 0 && b.limit > 0 {
+		b.total += int64(n)
+		if b.total > b.limit {
+			b.c.mustClose.Store(true)
+			err = &http.MaxBytesError{Limit: b.limit}
+			n -= int(b.total - b.limit)
+			b.total = b.limit
+		}
+	}
+	if err != nil && err != io.EOF {
+		b.err = err
+		b.c.mustClose.Store(true)
+	}
+	return n, err
+}
+
+// readN reads up to min(len(p), remain) bytes: buffered ones first, then from the
+// socket straight into p.
+func (b *body) readN(p []byte) (int, error) {
+	c := b.c
+	if int64(len(p)) > b.remain {
+		p = p[:b.remain]
+	}
+	var n int
+	if c.rbuf != nil && c.r0 < c.r1 {
+		n = copy(p, (*c.rbuf)[c.r0:c.r1])
+		c.r0 += n
+		if c.r0 == c.r1 {
+			c.r0, c.r1 = 0, 0
+		}
+	} else {
+		var err error
+		n, err = c.readSome(p)
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			b.remain -= int64(n)
+			return n, err
+		}
+	}
+	b.remain -= int64(n)
+	return n, nil
+}
+
+// readChunked decodes the chunked framing (RFC 9112 section 7.1): size lines with
+// optional extensions, data, CRLF, and a last chunk followed by trailer lines, which
+// are read and dropped.
+func (b *body) readChunked(p []byte) (int, error) {
+	c := b.c
+	for {
+		switch b.chunkState {
+		case chunkSize:
+			line, err := c.readLine()
+			if err != nil {
+				return 0, err
+			}
+			line = bytes.TrimRight(line, " \t")
+			if i := bytes.IndexByte(line, ';'); i >= 0 {
+				line = line[:i]
+			}
+			n, ok := parseHex(line)
+			if !ok {
+				return 0, errMalformedChunk
+			}
+			if n == 0 {
+				b.chunkState = chunkTrailer
+				continue
+			}
+			b.remain = n
+			b.chunkState = chunkData
+		case chunkData:
+			n, err := b.readN(p)
+			if b.remain == 0 {
+				b.chunkState = chunkCRLF
+			}
+			return n, err
+		case chunkCRLF:
+			line, err := c.readLine()
+			if err != nil {
+				return 0, err
+			}
+			if len(line) != 0 {
+				return 0, errMalformedChunk
+			}
+			b.chunkState = chunkSize
+		case chunkTrailer:
+			for {
+				line, err := c.readLine()
+				if err != nil {
+					return 0, err
+				}
+				if len(line) == 0 {
+					break
+				}
+				if !validTrailerLine(line) {
+					return 0, errMalformedChunk
+				}
+			}
+			b.eof = true
+			return 0, io.EOF
+		}
+	}
+}
+
+func parseHex(s []byte) (int64, bool) {
+	if len(s) == 0 || len(s) > 16 {
+		return 0, false
+	}
+	var n int64
+	for _, ch := range s {
+		var d byte
+		switch {
+		case '0' <= ch && ch <= '9':
+			d = ch - '0'
+		case 'a' <= ch && ch <= 'f':
+			d = ch - 'a' + 10
+		case 'A' <= ch && ch <= 'F':
+			d = ch - 'A' + 10
+		default:
+			return 0, false
+		}
+		if n > (1<<63-1)>>4 {
+			return 0, false
+		}
+		n = n<<4 | int64(d)
+	}
+	return n, true
+}
+
+// readLine returns the next line of the read buffer without its CRLF (valid until the
+// next read), reading more when needed; a line longer than maxChunkLineSize fails.
+func (c *conn) readLine() ([]byte, error) {
+	for {
+		if c.rbuf != nil {
+			b := (*c.rbuf)[c.r0:c.r1]
+			if i := bytes.IndexByte(b, '\n'); i >= 0 {
+				line := b[:i]
+				c.r0 += i + 1
+				// Chunk and trailer lines end with CRLF, with no other CR (net/http's
+				// rule for chunk lines; it also wants the trailer to end with CRLF CRLF).
+				if j := bytes.IndexByte(line, '\r'); j < 0 || j != len(line)-1 {
+					return nil, errMalformedChunk
+				}
+				if len(line) > 0 && line[len(line)-1] == '\r' {
+					line = line[:len(line)-1]
+				}
+				return line, nil
+			}
+			if len(b) >= maxChunkLineSize {
+				return nil, errLineTooLong
+			}
+		}
+		if err := c.fill(maxChunkLineSize); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// discardRest reads and drops what the handler left of the body, up to
+// maxDiscardBody bytes, so the connection can serve the next request. It reports
+// false when the connection cannot be reused.
+func (b *body) discardRest() bool {
+	if !b.mu.TryLock() {
+		return false // still being read by a goroutine the handler left behind
+	}
+	defer b.mu.Unlock()
+	if b.eof {
+		return b.err == nil
+	}
+	if b.err != nil || b.continueNeeded {
+		return false // a client waiting for 100 Continue has not sent the body
+	}
+	if !b.chunked && b.remain > maxDiscardBody {
+		return false
+	}
+	c := b.c
+	var scratch *[]byte
+	defer func() {
+		if scratch != nil {
+			readBufs.Put(scratch)
+		}
+	}()
+	var total int64
+	for !b.eof {
+		if c.rbuf != nil && c.r0 < c.r1 && !b.chunked {
+			k := min(int64(c.r1-c.r0), b.remain)
+			c.r0 += int(k)
+			b.remain -= k
+			total += k
+			if b.remain == 0 {
+				b.eof = true
+			}
+			continue
+		}
+		if scratch == nil {
+			scratch = readBufs.Get().(*[]byte)
+		}
+		n, err := b.readLocked(*scratch)
+		total += int64(n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil || total > maxDiscardBody {
+			return false
+		}
+	}
+	if c.r0 == c.r1 {
+		c.r0, c.r1 = 0, 0
+	}
+	return true
+}
+
+// sendContinue writes "100 Continue" when the handler first reads a body whose client
+// asked for it (Expect: 100-continue), unless the handler has already answered.
+func (w *response) sendContinue() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wroteHeader || w.done || w.c.hijacked {
+		return nil
+	}
+	c := w.c
+	*c.out = append((*c.out)[:w.stageStart], "HTTP/1.1 100 Continue\r\n\r\n"...)
+	err := c.flushOut()
+	w.stageStart = 0
+	return err
+}
+
+// validTrailerLine checks a trailer line as net/textproto checks a header line (the
+// trailers themselves are dropped); a folded line is refused, as in the head.
+func validTrailerLine(line []byte) bool {
+	if line[0] == ' ' || line[0] == '\t' {
+		return false
+	}
+	k, v, ok := bytes.Cut(line, []byte(":"))
+	if !ok || len(k) == 0 {
+		return false
+	}
+	if _, ok := canonicalKey(string(k)); !ok {
+		return false
+	}
+	for _, c := range v {
+		if !validValueByte(c) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,90 @@
+// Package httpserve serves any http.Handler over HTTP/1.1 on blitzio TCP and Unix
+// connections, with the API of net/http's Server: Serve, ListenAndServe, Shutdown with
+// http.Server.Shutdown's contract, Close, RegisterOnShutdown, the same timeouts and
+// limits. Handlers are ordinary net/http handlers: http.ServeMux, middleware, JSON
+// encoders, http.ResponseController all work. (The package is not called "http" so that
+// a file importing it and net/http needs no alias.)
+//
+// # How a connection is served
+//
+// Each connection is one blitzio task, a hand-written state machine: it waits for the
+// socket to be readable, reads into a 4 KB buffer taken from a pool, parses the request
+// head with this package's own parser (one string allocation for all of the head's
+// strings, no bufio, no textproto), and hands the request to a handler goroutine. While
+// the connection is idle between keep-alive requests it holds no goroutine and no
+// buffer: the buffer goes back to the pool before the task waits, and a waiting task
+// is a few hundred bytes (TestIdleConnectionsHoldNoGoroutine checks the goroutines with
+// 1,000 idle connections; blitzbench's http suite measures the bytes).
+//
+// A handler runs on a goroutine only while its request is in flight. The goroutines
+// come from a pool of parked ones (a LIFO stack of at most 4*GOMAXPROCS; more run while
+// handlers block, and exit when they finish; a parked one idle for 10 s exits too), so
+// a request costs a channel send, not a goroutine start. The alternative, blitzio's
+// blocking pool (SpawnBlocking), is slower for this: BenchmarkDispatch measures a round
+// trip through each: 0.45 to 1.5 µs and no allocation through the pool against 2.5 to
+// 7.6 µs and 5 allocations through SpawnBlocking (three runs on a shared, busy 2-core
+// machine), so the server uses the pool. After the hand-off the connection task yields its P (runtime.Gosched),
+// so the handler runs at once instead of after the worker parks in the I/O driver's
+// system call.
+//
+// The handler's writes go to a buffer. When the handler returns, the goroutine looks for
+// the next request already in the read buffer (pipelining) and serves it too, so the
+// responses of a batch of pipelined requests leave in one write, in request order. Then
+// it tries to read the next request itself with the task's waker: if bytes are there it
+// goes on; if not, the task's waker stays registered with the I/O driver and the
+// connection goes idle without waking the task. A response bigger than 32 KB, a Flush,
+// or a 100 Continue is written from the goroutine at once; a goroutine waiting for a
+// full socket, or for request body bytes, parks on a channel until the driver wakes it
+// (no spinning, no thread held).
+//
+// Timeouts use the runtime's timer wheel from the connection task: IdleTimeout and
+// ReadHeaderTimeout close the connection; ReadTimeout and WriteTimeout (and the
+// deadlines set with http.ResponseController) make the handler's body reads and writes
+// fail with os.ErrDeadlineExceeded, as they would on a net.Conn.
+//
+// # Behaviour shared with net/http
+//
+// Keep-alive and HTTP/1.0 keep-alive rules, "Connection: close", HEAD, Content-Length
+// for a body that fits in 2 KB when the handler returns and chunked encoding otherwise
+// (HTTP/1.0: the close ends the body), Date, Content-Type sniffing, informational 1xx
+// responses, Expect: 100-continue (the 100 is sent when the handler first reads the
+// body; a handler that answers without reading it gets the connection closed), request
+// bodies with Content-Length or chunked, the unread rest of a small body discarded
+// after the handler (a large one closes the connection), http.Flusher, http.Hijacker
+// (a stream.Conn and a bufio.ReadWriter holding the bytes already read), a handler
+// panic logged with its stack and the connection closed (http.ErrAbortHandler
+// silently), runtime.Goexit in a handler closing the connection. Refused requests get
+// net/http's answer: 400 for a malformed request line, header or Host, 431 for a head
+// over MaxHeaderBytes, 505 for a protocol other than HTTP/1.x, 501 for a transfer
+// coding other than chunked, 417 for an Expect other than 100-continue, 413 for a
+// Content-Length over MaxBodyBytes; the connection is closed after.
+//
+// # Differences from net/http
+//
+//   - Obsolete line folding (a header line starting with a space or tab) is refused with
+//     400; net/http joins such lines. RFC 9112 section 5.2 allows both.
+//   - The request's context is cancelled when the handler returns or the connection is
+//     closed; it carries http.LocalAddrContextKey but not http.ServerContextKey (there
+//     is no *http.Server).
+//   - Changes to the Header map after WriteHeader and before the first body bytes are
+//     sent may still reach the client (net/http snapshots the map at WriteHeader).
+//   - Request trailers are checked and dropped (Request.Trailer stays nil), and every
+//     trailer line must end in CRLF (net/http also accepts a bare LF there); response
+//     trailers are not supported.
+//   - A handler may read the request body while it writes the response, as if
+//     http.ResponseController.EnableFullDuplex had been called (net/http's HTTP/1
+//     server stops the body once the response starts, unless it has).
+//   - HTTP/2 (h2c) is not served.
+//   - A chunked body over MaxBodyBytes fails the handler's read with *http.MaxBytesError
+//     (the handler chooses the status); a declared Content-Length over it is answered
+//     413 without calling the handler.
+//
+// # With blitzio.Shutdown
+//
+// Set Server.Coordinator to a *blitzio.Shutdown: each request in flight holds one of
+// its WorkGuards, the trigger (a signal) stops the server accepting and closes its idle
+// connections at once, and the server's Shutdown runs as one of the coordinator's hooks,
+// so that Shutdown.Wait returns when the requests in flight have been answered (or the
+// deadline passed). This is what a Tokio user expects of a graceful stop and what a Go
+// user gets from http.Server.Shutdown, in one place.
+package httpserve

@@ -1,0 +1,555 @@
+//go:build linux || darwin || freebsd
+
+package httpserve
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/blitzgo/blitz/blitzio/stream"
+)
+
+// response is the http.ResponseWriter of a request; one per connection, reset for each
+// request. It implements http.Flusher, http.Hijacker, io.StringWriter and the methods
+// http.ResponseController looks for (FlushError, SetReadDeadline, SetWriteDeadline,
+// EnableFullDuplex).
+type response struct {
+	mu   sync.Mutex // Write, Flush, Hijack and the body's 100-continue
+	c    *conn
+	req  *http.Request
+	pr   *parsedRequest
+	body *body
+
+	header        http.Header
+	status        int
+	contentLength int64 // declared by the handler or computed; -1 unknown
+	written       int64
+	stageStart    int // where this response's held-back body starts in c.out
+	wroteHeader   bool
+	headSent      bool
+	chunked       bool
+	isHead        bool
+	done          bool
+	continueSent  bool
+	warned        bool
+}
+
+func (w *response) reset(c *conn, req *http.Request, pr *parsedRequest) {
+	*w = response{c: c, req: req, pr: pr, header: make(http.Header), contentLength: -1, isHead: req.Method == "HEAD"}
+	if c.out == nil {
+		c.out = outBufs.Get().(*[]byte)
+	}
+	w.stageStart = len(*c.out)
+}
+
+// Header implements http.ResponseWriter.
+func (w *response) Header() http.Header { return w.header }
+
+// WriteHeader implements http.ResponseWriter. As in net/http, a code outside 100-999
+// panics, 1xx codes other than 101 are sent at once as informational responses (103
+// Early Hints), and a second call is logged and ignored.
+func (w *response) WriteHeader(code int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writeHeaderLocked(code)
+}
+
+func (w *response) writeHeaderLocked(code int) {
+	if w.done || w.c.hijacked {
+		if !w.warned {
+			w.warned = true
+			w.c.srv.logf("http: response.WriteHeader on hijacked connection or after the handler returned")
+		}
+		return
+	}
+	if w.wroteHeader {
+		if !w.warned {
+			w.warned = true
+			w.c.srv.logf("http: superfluous response.WriteHeader call")
+		}
+		return
+	}
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
+	}
+	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		w.writeInformational(code)
+		return
+	}
+	w.wroteHeader = true
+	w.status = code
+}
+
+func (w *response) writeInformational(code int) {
+	c := w.c
+	out := (*c.out)[:w.stageStart]
+	out = appendStatusLine(out, code)
+	out = appendHeaderMap(out, w.header, nil)
+	out = append(out, "\r\n"...)
+	*c.out = out
+	w.stageStart = len(out)
+	c.flushOut()
+	w.stageStart = 0
+}
+
+func bodyAllowedForStatus(code int) bool {
+	switch {
+	case code >= 100 && code <= 199:
+		return false
+	case code == 204, code == 304:
+		return false
+	}
+	return true
+}
+
+// Write implements http.ResponseWriter.
+func (w *response) Write(p []byte) (int, error) { return w.write(p, "") }
+
+// WriteString implements io.StringWriter (io.WriteString uses it: no copy to []byte).
+func (w *response) WriteString(s string) (int, error) { return w.write(nil, s) }
+
+func (w *response) write(p []byte, s string) (int, error) {
+	n := len(p) + len(s)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.c
+	if w.done {
+		return 0, errAfterHandler
+	}
+	if c.hijacked {
+		return 0, http.ErrHijacked
+	}
+	if !w.wroteHeader {
+		w.writeHeaderLocked(http.StatusOK)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if !bodyAllowedForStatus(w.status) {
+		return 0, http.ErrBodyNotAllowed
+	}
+	if w.contentLength != -1 && w.written+int64(n) > w.contentLength {
+		return 0, http.ErrContentLength
+	}
+	w.written += int64(n)
+	if w.isHead {
+		// Eaten, but the first bytes are kept to sniff a Content-Type, as net/http does.
+		if !w.headSent {
+			if room := 512 - (len(*c.out) - w.stageStart); room > 0 {
+				*c.out = append(*c.out, p[:min(room, len(p))]...)
+				*c.out = append(*c.out, s[:min(max(room-len(p), 0), len(s))]...)
+			}
+		}
+		return n, nil
+	}
+	if !w.headSent {
+		if len(*c.out)-w.stageStart+n <= stageSize {
+			*c.out = append(append(*c.out, p...), s...)
+			return n, nil
+		}
+		w.sendHead(false)
+	}
+	if err := w.writeBody(p, s); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+var errAfterHandler = errors.New("httpserve: write after the handler returned")
+
+// writeBody queues body bytes after the head, framed if chunked, and writes the batch
+// once it is large.
+func (w *response) writeBody(p []byte, s string) error {
+	c := w.c
+	out := *c.out
+	if n := len(p) + len(s); n >= outFlushSize {
+		// A large write goes to the socket from the caller's buffer, after what is
+		// queued, instead of being copied into the batch.
+		if w.chunked {
+			out = strconv.AppendInt(out, int64(n), 16)
+			out = append(out, "\r\n"...)
+		}
+		*c.out = out
+		if err := c.flushOut(); err != nil {
+			return err
+		}
+		if p == nil {
+			p = []byte(s)
+		}
+		if err := c.writeAll(p); err != nil {
+			c.mustClose.Store(true)
+			return err
+		}
+		if w.chunked {
+			*c.out = append(*c.out, "\r\n"...)
+		}
+		return nil
+	}
+	if w.chunked {
+		out = strconv.AppendInt(out, int64(len(p)+len(s)), 16)
+		out = append(out, "\r\n"...)
+	}
+	out = append(append(out, p...), s...)
+	if w.chunked {
+		out = append(out, "\r\n"...)
+	}
+	*c.out = out
+	if len(out) >= outFlushSize {
+		return c.flushOut()
+	}
+	return nil
+}
+
+// sendHead decides the framing and connection headers as net/http does and writes the
+// head before the body bytes held back so far. final is true when the handler has
+// returned: then a body that fitted in the held-back bytes gets a Content-Length.
+func (w *response) sendHead(final bool) {
+	w.headSent = true
+	c := w.c
+	h := w.header
+	pr := w.pr
+	status := w.status
+	bodyOK := bodyAllowedForStatus(status)
+	staged := (*c.out)[w.stageStart:]
+
+	closeAfter := c.closeAfter || pr.close || c.srv.DisableKeepAlives || c.srv.inShutdown.Load() ||
+		c.mustClose.Load() || headerHasToken(h["Connection"], "close")
+	if pr.major == 1 && pr.minor == 0 && !pr.wants10KeepAlive {
+		closeAfter = true
+	}
+
+	hasTE := false
+	if te, ok := h["Transfer-Encoding"]; ok {
+		hasTE = true
+		if len(te) == 1 && te[0] == "chunked" && bodyOK && !w.isHead {
+			w.chunked = true
+		} else {
+			closeAfter = true // a framing we do not do: the end of the body is the close
+		}
+	}
+	writeCL := false
+	if cl, ok := h["Content-Length"]; ok {
+		if len(cl) == 1 {
+			if v, err := strconv.ParseUint(strings.TrimSpace(cl[0]), 10, 63); err == nil {
+				w.contentLength = int64(v)
+			} else {
+				c.srv.logf("http: invalid Content-Length of %q", cl[0])
+				delete(h, "Content-Length")
+			}
+		} else {
+			delete(h, "Content-Length")
+		}
+	}
+	if w.contentLength == -1 && !hasTE {
+		switch {
+		case !bodyOK:
+		case final && (!w.isHead || w.written > 0):
+			w.contentLength = w.written
+			writeCL = true
+		case w.isHead:
+			// HEAD before the handler returned: no length to announce.
+		case pr.major == 1 && pr.minor >= 1:
+			w.chunked = true
+		default:
+			closeAfter = true // HTTP/1.0 with an unknown length: the close ends it
+		}
+	}
+	if b := w.body; final && b != nil && b.mustCloseIfUnread() {
+		// net/http: a body the handler did not read is discarded after the response if it
+		// is small; a large one, or one the client waits to send (100-continue never
+		// answered), means the connection cannot be reused. (Before the handler returns
+		// it may still read the body, as this server lets it read while it writes; then
+		// the check comes after the response, in discardRest.)
+		closeAfter = true
+	}
+	keepAlive10 := pr.major == 1 && pr.minor == 0 && !closeAfter && pr.wants10KeepAlive
+	if closeAfter {
+		c.closeAfter = true
+	}
+
+	ctype := ""
+	if _, ok := h["Content-Type"]; !ok && bodyOK && !hasTE && len(staged) > 0 {
+		if _, ce := h["Content-Encoding"]; !ce {
+			ctype = http.DetectContentType(staged)
+		}
+	}
+	if w.isHead {
+		*c.out = (*c.out)[:w.stageStart] // the sniffing sample, not a body
+		staged = nil
+	}
+
+	// Build the head after the held-back body, then rotate it in front of it.
+	start := len(*c.out)
+	out := appendStatusLine(*c.out, status)
+	if _, ok := h["Date"]; !ok {
+		out = append(out, "Date: "...)
+		out = appendDate(out)
+		out = append(out, "\r\n"...)
+	}
+	if writeCL {
+		out = append(out, "Content-Length: "...)
+		out = strconv.AppendInt(out, w.contentLength, 10)
+		out = append(out, "\r\n"...)
+	}
+	if w.chunked && !hasTE {
+		out = append(out, "Transfer-Encoding: chunked\r\n"...)
+	}
+	if ctype != "" {
+		out = append(out, "Content-Type: "...)
+		out = append(out, ctype...)
+		out = append(out, "\r\n"...)
+	}
+	if !bodyOK {
+		delete(h, "Transfer-Encoding")
+	}
+	out = appendHeaderMap(out, h, nil)
+	if closeAfter && !headerHasToken(h["Connection"], "close") {
+		out = append(out, "Connection: close\r\n"...)
+	} else if keepAlive10 && len(h["Connection"]) == 0 {
+		out = append(out, "Connection: keep-alive\r\n"...)
+	}
+	out = append(out, "\r\n"...)
+	headLen := len(out) - start
+	nstaged := len(staged)
+	if nstaged > 0 {
+		// out = [... staged head] -> [... head staged]
+		out = append(out, out[w.stageStart:w.stageStart+nstaged]...)
+		copy(out[w.stageStart:], out[start:start+headLen+nstaged])
+		out = out[:w.stageStart+headLen+nstaged]
+		if w.chunked {
+			// The held-back bytes become the first chunk.
+			body := append([]byte(nil), out[w.stageStart+headLen:]...)
+			out = out[:w.stageStart+headLen]
+			out = strconv.AppendInt(out, int64(len(body)), 16)
+			out = append(out, "\r\n"...)
+			out = append(out, body...)
+			out = append(out, "\r\n"...)
+		}
+	}
+	*c.out = out
+}
+
+// finish completes the response after the handler returned.
+func (w *response) finish() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.wroteHeader {
+		w.writeHeaderLocked(http.StatusOK)
+	}
+	if !w.headSent {
+		w.sendHead(true)
+	}
+	c := w.c
+	if w.chunked {
+		*c.out = append(*c.out, "0\r\n\r\n"...)
+	}
+	if w.contentLength != -1 && w.written != w.contentLength && bodyAllowedForStatus(w.status) && !w.isHead {
+		c.closeAfter = true // the body is shorter than announced: the close tells the client
+	}
+	w.done = true
+	if len(*c.out) >= outFlushSize {
+		c.flushOut()
+	}
+}
+
+// abandon drops the part of this response not yet written (its handler panicked).
+func (w *response) abandon() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.c
+	if c.out != nil && !w.headSent && len(*c.out) >= w.stageStart {
+		*c.out = (*c.out)[:w.stageStart]
+	}
+	w.done = true
+	c.closeAfter = true
+}
+
+// Flush implements http.Flusher: the head and the body so far go out now (chunked when
+// the length is unknown).
+func (w *response) Flush() { w.FlushError() }
+
+// FlushError is Flush reporting the write error (http.ResponseController.Flush).
+func (w *response) FlushError() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done || w.c.hijacked {
+		return errAfterHandler
+	}
+	if !w.wroteHeader {
+		w.writeHeaderLocked(http.StatusOK)
+	}
+	if !w.headSent {
+		w.sendHead(false)
+	}
+	return w.c.flushOut()
+}
+
+// SetReadDeadline sets the deadline of the request body's reads (for
+// http.ResponseController). The zero time means none.
+func (w *response) SetReadDeadline(t time.Time) error {
+	if w.finished() {
+		return errAfterHandler // it would move the next request's deadline
+	}
+	setDeadline(&w.c.rdl, &w.c.rdlHit, w.c.rpark.Load(), t)
+	w.c.wakeTask()
+	return nil
+}
+
+// SetWriteDeadline sets the deadline of the response's writes (for
+// http.ResponseController). The zero time means none.
+func (w *response) SetWriteDeadline(t time.Time) error {
+	if w.finished() {
+		return errAfterHandler
+	}
+	setDeadline(&w.c.wdl, &w.c.wdlHit, w.c.wpark.Load(), t)
+	w.c.wakeTask()
+	return nil
+}
+
+func (w *response) finished() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.done || w.c.hijacked
+}
+
+func setDeadline(dl *atomic.Int64, hit *atomic.Bool, p *parker, t time.Time) {
+	if t.IsZero() {
+		dl.Store(0)
+		hit.Store(false)
+		return
+	}
+	dl.Store(t.UnixNano())
+	past := !t.After(time.Now())
+	hit.Store(past)
+	if past && p != nil {
+		p.wake()
+	}
+}
+
+// EnableFullDuplex is for http.ResponseController: this server lets a handler read the
+// request body while it writes the response in any case, so it only returns nil.
+func (w *response) EnableFullDuplex() error { return nil }
+
+// Hijack implements http.Hijacker: the caller takes the connection over as a net.Conn
+// (a stream.Conn over the blitzio stream; calls on it block the calling goroutine), with
+// a bufio.ReadWriter whose reader holds the bytes the server had read past the request.
+// The responses queued before (pipelining) are written first. The server forgets the
+// connection: Shutdown does not wait for it, Close does not close it.
+func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.c
+	if w.done {
+		return nil, nil, errAfterHandler
+	}
+	if c.hijacked {
+		return nil, nil, http.ErrHijacked
+	}
+	if w.wroteHeader && !w.headSent {
+		w.sendHead(false)
+	}
+	if err := c.flushOut(); err != nil {
+		return nil, nil, err
+	}
+	c.hijacked = true
+	c.srv.untrack(c)
+	var rest []byte
+	if c.rbuf != nil && c.r0 < c.r1 {
+		rest = append([]byte(nil), (*c.rbuf)[c.r0:c.r1]...)
+		c.r0, c.r1 = 0, 0
+	}
+	nc := stream.NewConn(c.s)
+	var r io.Reader = nc
+	if len(rest) > 0 {
+		r = io.MultiReader(bytes.NewReader(rest), nc)
+	}
+	return nc, bufio.NewReadWriter(bufio.NewReader(r), bufio.NewWriter(nc)), nil
+}
+
+// ---- formatting ----
+
+var statusLines = func() (t [600][]byte) {
+	for code := 100; code < 600; code++ {
+		if text := http.StatusText(code); text != "" {
+			t[code] = []byte("HTTP/1.1 " + strconv.Itoa(code) + " " + text + "\r\n")
+		}
+	}
+	return t
+}()
+
+func appendStatusLine(b []byte, code int) []byte {
+	if code < len(statusLines) && statusLines[code] != nil {
+		return append(b, statusLines[code]...)
+	}
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	text := http.StatusText(code)
+	if text == "" {
+		text = "status code " + strconv.Itoa(code)
+	}
+	b = append(b, ' ')
+	b = append(b, text...)
+	return append(b, "\r\n"...)
+}
+
+// appendHeaderMap writes h sorted by key, as net/http does, skipping invalid names and
+// turning line breaks in values into spaces (no header injection).
+func appendHeaderMap(b []byte, h http.Header, skip map[string]bool) []byte {
+	var arr [16]string
+	keys := arr[:0]
+	for k := range h {
+		if !skip[k] {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !validFieldName(k) {
+			continue
+		}
+		for _, v := range h[k] {
+			b = append(b, k...)
+			b = append(b, ": "...)
+			v = trimOWS(v)
+			for i := 0; i < len(v); i++ {
+				ch := v[i]
+				if ch == '\r' || ch == '\n' {
+					ch = ' '
+				}
+				b = append(b, ch)
+			}
+			b = append(b, "\r\n"...)
+		}
+	}
+	return b
+}
+
+type dateVal struct {
+	sec int64
+	b   []byte
+}
+
+var dateCache atomic.Pointer[dateVal]
+
+// appendDate appends the Date header's value, formatted once per second.
+func appendDate(b []byte) []byte {
+	now := time.Now()
+	s := now.Unix()
+	d := dateCache.Load()
+	if d == nil || d.sec != s {
+		d = &dateVal{sec: s, b: now.UTC().AppendFormat(nil, http.TimeFormat)}
+		dateCache.Store(d)
+	}
+	return append(b, d.b...)
+}
