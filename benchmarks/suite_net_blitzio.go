@@ -26,8 +26,8 @@ func init() {
 	)
 	udpServers = append(udpServers, netload.Server{Name: "blitzio", Start: startBlitzioUDPEcho})
 	adapterEchoServers = append(adapterEchoServers, netload.Server{Name: "blitzio-adapter", Start: startAdapterEcho})
-	// blitzio's own HTTP server is not written yet: until it is, the http suite's row for
-	// blitzio is net/http serving over blitzio's net.Listener adapter, named so.
+	// A variant of blitzio's own HTTP server (httpserve, first in the list: see
+	// suite_http_blitzio.go): net/http serving over blitzio's net.Listener adapter.
 	httpServers = append(httpServers, netload.Server{Name: "net/http-over-blitzio-adapter", Start: startAdapterHTTP})
 }
 

@@ -33,6 +33,16 @@ type ConnStream interface {
 type Conn struct {
 	s        ConnStream
 	rmu, wmu sync.Mutex
+	// rp and wp park Read and Write. Each Conn owns its two parkers, and they are never
+	// shared: a call that ends without a final poll (a deadline, Close) leaves its waker
+	// registered with the stream, which has no way to withdraw it, and the stream keeps
+	// one entry per distinct waker. With parkers pooled across connections (as an early
+	// version did), net/http's pattern of cancelling its background read by a past read
+	// deadline on every request filled each stream's waiter list with the wakers of
+	// other connections' calls, and every readiness woke them all: a wake-up storm that
+	// grew with the number of connections. A Conn's own parker is listed at most once
+	// per direction, and a stale wake of it only makes its next call poll once more.
+	rp, wp   connParker
 	closeMu  sync.Mutex
 	closed   chan struct{}
 	isClosed bool
@@ -44,7 +54,10 @@ func NewConn(s ConnStream) *Conn {
 	if s == nil {
 		panic("stream: NewConn with a nil stream")
 	}
-	return &Conn{s: s, closed: make(chan struct{}), rdl: makeDeadline(), wdl: makeDeadline()}
+	c := &Conn{s: s, closed: make(chan struct{}), rdl: makeDeadline(), wdl: makeDeadline()}
+	c.rp.init(nil)
+	c.wp.init(nil)
+	return c
 }
 
 // Stream returns the adapted stream.
@@ -84,8 +97,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	p := getConnParker()
-	defer p.put()
+	p := &c.rp
 	for {
 		r, ok := c.s.PollRead(p.cx, b)
 		if ok {
@@ -111,8 +123,7 @@ func (c *Conn) Write(b []byte) (int, error) {
 	if err := c.check(&c.wdl); err != nil {
 		return 0, c.opError("write", err)
 	}
-	p := getConnParker()
-	defer p.put()
+	p := &c.wp
 	n := 0
 	for n < len(b) {
 		r, ok := c.s.PollWrite(p.cx, b[n:])
@@ -258,30 +269,22 @@ func isClosedChan(c chan struct{}) bool {
 	}
 }
 
-// connParker parks a goroutine in Read or Write; its Waker is made once and parkers are
-// pooled, so a blocking call allocates nothing in the steady state.
+// connParker parks a goroutine in Read, Write or Accept: a one-slot channel and a
+// Context whose Waker sends to it without blocking. Made once per Conn (or Listener) and
+// reused by every call, so a blocking call allocates nothing.
 type connParker struct {
 	ch chan struct{}
 	cx *blitzio.Context
 }
 
-var connParkers = sync.Pool{New: func() any {
-	p := &connParker{ch: make(chan struct{}, 1)}
-	p.cx = blitzio.NewContext(nil, blitzio.WakerFunc(func() {
+// init makes p's channel and a Context of rt (nil: none) whose Waker signals it.
+func (p *connParker) init(rt *blitzio.Runtime) {
+	ch := make(chan struct{}, 1)
+	p.ch = ch
+	p.cx = blitzio.NewContext(rt, blitzio.WakerFunc(func() {
 		select {
-		case p.ch <- struct{}{}:
+		case ch <- struct{}{}:
 		default:
 		}
 	}))
-	return p
-}}
-
-func getConnParker() *connParker { return connParkers.Get().(*connParker) }
-
-func (p *connParker) put() {
-	select {
-	case <-p.ch:
-	default:
-	}
-	connParkers.Put(p)
 }

@@ -21,6 +21,7 @@ type Listener struct {
 	addr   net.Addr
 	close  func() error
 	mu     sync.Mutex // one Accept polls at a time (the listener has one accept waker)
+	p      connParker // parks Accept; the listener's own, for the reason Conn gives
 	closed chan struct{}
 	once   sync.Once
 }
@@ -45,9 +46,11 @@ func NewTCPListener(rt *blitzio.Runtime, l *blitzio.TCPListener) *Listener {
 func (l *Listener) Accept() (net.Conn, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	p := getConnParker()
-	defer p.put()
-	cx := blitzio.NewContext(l.rt, p.cx.Waker())
+	if l.p.ch == nil { // the first Accept (l.mu is held)
+		l.p.init(l.rt)
+	}
+	p := &l.p
+	cx := p.cx
 	for {
 		select {
 		case <-l.closed:
