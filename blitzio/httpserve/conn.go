@@ -80,6 +80,7 @@ type conn struct {
 	sleep   *blitzio.SleepFuture
 	armed   int64   // the deadline the sleep is armed for (unix ns), 0 for none
 	idleDL  int64   // idle or header deadline of the read phase, 0 for none
+	fresh   bool    // no byte read yet: idleDL is the first request's header deadline
 	errOut  *[]byte // the error response being written (phaseErr); what is left of it
 	linger  bool
 	dropped bool
@@ -106,7 +107,14 @@ type conn struct {
 }
 
 func newConn(srv *Server, rt *blitzio.Runtime, a acceptedConn) *conn {
-	return &conn{srv: srv, rt: rt, s: a.s}
+	c := &conn{srv: srv, rt: rt, s: a.s, fresh: true}
+	// As net/http: the first request's header timeout runs from the accept, so a client
+	// that connects and sends nothing is closed after it (the idle timeout applies only
+	// between the requests of a keep-alive connection).
+	if d := srv.headerTimeout(); d > 0 {
+		c.idleDL = time.Now().Add(d).UnixNano()
+	}
+	return c
 }
 
 // wakeTask wakes the connection's task, if it has been polled once (before that it will
@@ -328,10 +336,13 @@ func (c *conn) pollRead(cx *blitzio.Context) bool {
 				return true
 			}
 			c.rbuf, c.r1 = buf, r.Value
-			c.idleDL = 0
-			if d := srv.headerTimeout(); d > 0 {
-				c.idleDL = time.Now().Add(d).UnixNano()
+			if !c.fresh { // the first head keeps the deadline that started at accept
+				c.idleDL = 0
+				if d := srv.headerTimeout(); d > 0 {
+					c.idleDL = time.Now().Add(d).UnixNano()
+				}
 			}
+			c.fresh = false
 		}
 		if c.lastPost {
 			// RFC 7230 section 3.5: tolerate the CRLF some old clients add after a POST

@@ -465,3 +465,27 @@ func TestHTTP10UnknownLength(t *testing.T) {
 		t.Fatalf("%q CL %d TE %v close %v", got, resp.ContentLength, resp.TransferEncoding, resp.Close)
 	}
 }
+
+// Regression: a client that connects and sends nothing was never closed when only
+// ReadHeaderTimeout was set (the first request waited under the idle timeout, which
+// is unset). As in net/http, the first request's header timeout runs from the accept.
+func TestSilentClientClosedByHeaderTimeout(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	eachBackend(t, func(t *testing.T, b blitzio.Backend) {
+		ts := start(t, b, &Server{
+			ReadHeaderTimeout: 50 * time.Millisecond,
+			Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		})
+		c := ts.dial(t)
+		if n, err := c.Read(make([]byte, 16)); err != io.EOF {
+			t.Fatalf("silent client: read %d bytes, %v; want EOF after the header timeout", n, err)
+		}
+		// A keep-alive connection between requests is not bound by it (no IdleTimeout,
+		// no ReadTimeout: it may stay idle), but its next head is.
+		c = ts.dial(t)
+		br := bufio.NewReader(c)
+		readBody(t, roundTrip(t, c, br, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET"))
+		time.Sleep(150 * time.Millisecond) // three header timeouts: still open
+		readBody(t, roundTrip(t, c, br, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET"))
+	})
+}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/blitzgo/blitz/blitzio"
+	"github.com/blitzgo/blitz/blitzio/httpserve"
 	"github.com/blitzgo/blitz/blitzio/stream"
 )
 
@@ -36,9 +37,8 @@ type startHTTP func(t *testing.T, rt *blitzio.Runtime, h http.Handler) (addr str
 
 // httpServers are the HTTP servers the HTTP scenarios run, each on every backend.
 //
-// Extension point: package blitzio/httpserve (blitzio's own http.Handler serving)
-// adds its entry here, a startHTTP that serves h on rt and stops with its graceful
-// shutdown. Every entry runs TestHTTPLoad and TestFaultSilentClients/http, which
+// Entries: net/http over blitzio's net.Listener adapter, and blitzio's own serving
+// (package httpserve), each stopped by its graceful shutdown. Every entry runs TestHTTPLoad and TestFaultSilentClients/http, which
 // requires the server to close a connection that sends nothing (a header timeout, as
 // http.Server.ReadHeaderTimeout) well within clientDeadline.
 var httpServers = []struct {
@@ -46,6 +46,7 @@ var httpServers = []struct {
 	start startHTTP
 }{
 	{"net-http-over-stream-listener", startNetHTTP},
+	{"httpserve", startHTTPServe},
 }
 
 // httpHeaderTimeout is the servers' limit on reading a request's header: a client that
@@ -54,6 +55,50 @@ var httpServers = []struct {
 // was seen stalled for 1.5 s (Go's own timers late by as much), and a header timeout
 // of 1 s then closed well-behaved connections before their request was read.
 const httpHeaderTimeout = 3 * time.Second
+
+// startHTTPServe serves h with blitzio's own HTTP/1.1 serving (httpserve.Server) on
+// rt: one task per connection, handlers on pooled goroutines. Like startNetHTTP, a log
+// line reporting a panic fails t.
+func startHTTPServe(t *testing.T, rt *blitzio.Runtime, h http.Handler) (string, func()) {
+	t.Helper()
+	l, err := blitzio.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatalf("ListenTCP: %v", err)
+	}
+	addr := l.Addr().String()
+	logs := &lockedBuffer{}
+	srv := &httpserve.Server{Handler: h, ReadHeaderTimeout: httpHeaderTimeout, ErrorLog: log.New(logs, "", 0)}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(rt, l) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		ctx, cancel := context.WithTimeout(context.Background(), netStopLimit)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("httpserve.Server.Shutdown: %v; goroutines:\n%s", err, stacks())
+			srv.Close()
+		}
+		select {
+		case err := <-served:
+			if !errors.Is(err, http.ErrServerClosed) {
+				t.Errorf("httpserve.Server.Serve returned %v, want http.ErrServerClosed", err)
+			}
+		case <-time.After(netStopLimit):
+			t.Errorf("httpserve.Server.Serve did not return %v after Shutdown; goroutines:\n%s", netStopLimit, stacks())
+		}
+		if s := logs.String(); strings.Contains(s, "panic") {
+			t.Errorf("server log:\n%s", s)
+		} else if s != "" {
+			t.Logf("server log (expected entries for the clients that misbehave):\n%s", firstLines(s, 10))
+		}
+	}
+	t.Cleanup(stop)
+	return addr, stop
+}
 
 // startNetHTTP serves h with an http.Server whose listener is stream.NewTCPListener
 // over a blitzio.TCPListener on rt: every connection is a stream.Conn served by rt's
