@@ -31,12 +31,13 @@ const (
 	fsReadSize    = 4096
 )
 
-// fsFixture is a file of random bytes, made once per size and removed at exit of the
-// benchmark that made it.
+// fsFixture is a sparse file of size bytes (made by Truncate: no gigabyte written on a
+// shared machine), with a pattern in its first MiB, removed at the end of the benchmark
+// that made it. Reads of the holes are served from zeroed page-cache pages once touched,
+// so after the first pass every read is a page-cache hit, as the case says.
 func fsFixture(b *testing.B, size int64) string {
 	b.Helper()
-	dir := b.TempDir()
-	name := filepath.Join(dir, "data")
+	name := filepath.Join(b.TempDir(), "data")
 	f, err := os.Create(name)
 	if err != nil {
 		b.Fatal(err)
@@ -45,15 +46,33 @@ func fsFixture(b *testing.B, size int64) string {
 	for i := range chunk {
 		chunk[i] = byte(i * 31)
 	}
-	for off := int64(0); off < size; off += int64(len(chunk)) {
-		if _, err := f.Write(chunk); err != nil {
-			b.Fatal(err)
-		}
+	if _, err := f.Write(chunk); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		b.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
 		b.Fatal(err)
 	}
 	return name
+}
+
+// fsWithFileIO runs bench with BLITZIO_FILEIO set to mode (read by blitzio when a File
+// is opened): the ways blitzio can read a file, measured side by side.
+func fsWithFileIO(mode string, bench func(b *testing.B)) func(b *testing.B) {
+	return func(b *testing.B) {
+		old, had := os.LookupEnv("BLITZIO_FILEIO")
+		os.Setenv("BLITZIO_FILEIO", mode)
+		defer func() {
+			if had {
+				os.Setenv("BLITZIO_FILEIO", old)
+			} else {
+				os.Unsetenv("BLITZIO_FILEIO")
+			}
+		}()
+		bench(b)
+	}
 }
 
 // fsSmallFiles makes n files of 1 KiB in a fresh directory.
@@ -95,38 +114,39 @@ func fsCases(cfg Config) []Case {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*fsReaders*fsReadsPerRdr), "ns/read")
 	}
+	blitzRandomRead := func(b *testing.B) {
+		rt := bioRuntime(b)
+		randomRead(b, func(name string, offsets [][]int64) {
+			f, err := blitzio.BlockOn(rt, blitzio.Open(name))
+			if err != nil || f.Err != nil {
+				b.Fatal(err, f.Err)
+			}
+			hs := make([]blitzio.JoinHandle[error], len(offsets))
+			for i, offs := range offsets {
+				hs[i] = blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
+					buf := make([]byte, fsReadSize)
+					for _, off := range offs {
+						if r := blitzio.Await(co, f.Value.ReadAt(buf, off)); r.Err != nil {
+							return r.Err
+						}
+					}
+					return nil
+				}))
+			}
+			for _, h := range hs {
+				if err, jerr := h.Wait(); err != nil || jerr != nil {
+					b.Fatal(err, jerr)
+				}
+			}
+			blitzio.BlockOn(rt, f.Value.Close())
+		})
+	}
 	return []Case{
 		{
 			Name:   "RandomRead4K",
 			Note:   fmt.Sprintf("%d tasks x %d random 4 KiB ReadAt from a %d MiB file (page cache warm)", fsReaders, fsReadsPerRdr, fileSize>>20),
 			Metric: "ns/read",
-			Ours: Impl{"blitzio", func(b *testing.B) {
-				rt := bioRuntime(b)
-				randomRead(b, func(name string, offsets [][]int64) {
-					f, err := blitzio.BlockOn(rt, blitzio.Open(name))
-					if err != nil || f.Err != nil {
-						b.Fatal(err, f.Err)
-					}
-					hs := make([]blitzio.JoinHandle[error], len(offsets))
-					for i, offs := range offsets {
-						hs[i] = blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
-							buf := make([]byte, fsReadSize)
-							for _, off := range offs {
-								if r := blitzio.Await(co, f.Value.ReadAt(buf, off)); r.Err != nil {
-									return r.Err
-								}
-							}
-							return nil
-						}))
-					}
-					for _, h := range hs {
-						if err, jerr := h.Wait(); err != nil || jerr != nil {
-							b.Fatal(err, jerr)
-						}
-					}
-					blitzio.BlockOn(rt, f.Value.Close())
-				})
-			}},
+			Ours:   Impl{"blitzio", fsWithFileIO("auto", blitzRandomRead)},
 			Baselines: []Impl{{"goroutines", func(b *testing.B) {
 				randomRead(b, func(name string, offsets [][]int64) {
 					f, err := os.Open(name)
@@ -148,7 +168,13 @@ func fsCases(cfg Config) []Case {
 					wg.Wait()
 					f.Close()
 				})
-			}}},
+			}},
+				// The ways blitzio can do the reads, each alone: io_uring only, the
+				// blocking pool only, preadv2(RWF_NOWAIT) on the worker then the pool.
+				{"blitzio ring", fsWithFileIO("ring", blitzRandomRead)},
+				{"blitzio pool", fsWithFileIO("pool", blitzRandomRead)},
+				{"blitzio nowait", fsWithFileIO("nowait", blitzRandomRead)},
+			},
 			Targets: []Target{TimesBetter("goroutines", 1)},
 		},
 		{

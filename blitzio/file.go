@@ -11,10 +11,20 @@ import (
 // (BufReader, Copy, ReadFull, ...) work on it, and it adds positioned reads and writes,
 // SeekTo, Sync, SetLen, Stat and Close as futures.
 //
-// File operations run on the runtime's blocking pool, the portable way to do file I/O
-// without blocking a worker (regular files are always "ready" to epoll). Reads and
-// writes through the stream interface run one at a time and are write-behind, as
-// Tokio's: PollWrite takes the bytes and reports them written, and an error shows at the
+// Where reads and writes run: on Linux with the io_uring backend (and a kernel with
+// IORING_OP_READ/WRITE, 5.6), they are completion operations on the runtime's ring:
+// submitted in a batch with the driver's next poll, completed without any goroutine
+// hop. A positioned read first tries preadv2(RWF_NOWAIT) on the worker, which serves a
+// page-cache hit in one system call. Otherwise (epoll, kqueue, other platforms, a pipe
+// or terminal behind NewFile) they run on the runtime's blocking pool, the portable
+// way to do file I/O without blocking a worker (regular files are always "ready" to
+// epoll). The environment variable BLITZIO_FILEIO, read when a File is opened, forces
+// one way: "ring", "pool", or "nowait" (the worker's non-blocking read, then the pool).
+// The memory the kernel reads or writes always belongs to the operation, never to the
+// caller: a dropped operation is cancelled and cannot write into the caller's slice.
+//
+// Reads and writes through the stream interface run one at a time and are write-behind,
+// as Tokio's: PollWrite takes the bytes and reports them written, and an error shows at the
 // next operation; call Flush (or Sync, or Close) to wait for the last write and see its
 // outcome. A dropped read loses nothing: the bytes it brought in are served to the next
 // read. ReadAt and WriteAt are independent of the file offset and may run concurrently.
