@@ -141,6 +141,23 @@ func fsCases(cfg Config) []Case {
 			blitzio.BlockOn(rt, f.Value.Close())
 		})
 	}
+	blitzReadSmall := func(b *testing.B) {
+		rt := bioRuntime(b)
+		names := fsSmallFiles(b, smallFiles)
+		hs := make([]blitzio.JoinHandle[blitzio.Result[[]byte]], len(names))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			for i, n := range names {
+				hs[i] = blitzio.Spawn(rt, blitzio.ReadFile(n))
+			}
+			for _, h := range hs {
+				if r, err := h.Wait(); err != nil || r.Err != nil || len(r.Value) != 1024 {
+					b.Fatal(err, r.Err)
+				}
+			}
+		}
+	}
 	return []Case{
 		{
 			Name:   "RandomRead4K",
@@ -180,23 +197,7 @@ func fsCases(cfg Config) []Case {
 		{
 			Name: "ReadSmallFiles",
 			Note: fmt.Sprintf("read %d files of 1 KiB at once: a task (blitzio.ReadFile) or a goroutine (os.ReadFile) per file", smallFiles),
-			Ours: Impl{"blitzio", func(b *testing.B) {
-				rt := bioRuntime(b)
-				names := fsSmallFiles(b, smallFiles)
-				hs := make([]blitzio.JoinHandle[blitzio.Result[[]byte]], len(names))
-				b.ReportAllocs()
-				b.ResetTimer()
-				for b.Loop() {
-					for i, n := range names {
-						hs[i] = blitzio.Spawn(rt, blitzio.ReadFile(n))
-					}
-					for _, h := range hs {
-						if r, err := h.Wait(); err != nil || r.Err != nil || len(r.Value) != 1024 {
-							b.Fatal(err, r.Err)
-						}
-					}
-				}
-			}},
+			Ours: Impl{"blitzio", fsWithFileIO("auto", blitzReadSmall)},
 			Baselines: []Impl{{"goroutines", func(b *testing.B) {
 				names := fsSmallFiles(b, smallFiles)
 				b.ReportAllocs()
@@ -212,7 +213,10 @@ func fsCases(cfg Config) []Case {
 					}
 					wg.Wait()
 				}
-			}}},
+			}},
+				// ReadFile on the blocking pool only (no attempt on the worker first).
+				{"blitzio pool", fsWithFileIO("pool", blitzReadSmall)},
+			},
 			Targets: []Target{TimesBetter("goroutines", 1)},
 		},
 		{
