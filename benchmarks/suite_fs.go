@@ -97,49 +97,130 @@ func fsCases(cfg Config) []Case {
 	if cfg.Quick {
 		fileSize, smallFiles, spawns = 64<<20, 1_000, 100
 	}
-	randomRead := func(b *testing.B, read func(name string, offsets [][]int64)) {
-		name := fsFixture(b, fileSize)
-		offsets := make([][]int64, fsReaders)
-		rng := rand.New(rand.NewPCG(1, 2))
-		for i := range offsets {
-			offsets[i] = make([]int64, fsReadsPerRdr)
-			for j := range offsets[i] {
-				offsets[i][j] = rng.Int64N(fileSize/fsReadSize) * fsReadSize
-			}
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for b.Loop() {
-			read(name, offsets)
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*fsReaders*fsReadsPerRdr), "ns/read")
-	}
-	blitzRandomRead := func(b *testing.B) {
-		rt := bioRuntime(b)
-		randomRead(b, func(name string, offsets [][]int64) {
-			f, err := blitzio.BlockOn(rt, blitzio.Open(name))
-			if err != nil || f.Err != nil {
-				b.Fatal(err, f.Err)
-			}
-			hs := make([]blitzio.JoinHandle[error], len(offsets))
-			for i, offs := range offsets {
-				hs[i] = blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
-					buf := make([]byte, fsReadSize)
-					for _, off := range offs {
-						if r := blitzio.Await(co, f.Value.ReadAt(buf, off)); r.Err != nil {
-							return r.Err
-						}
-					}
-					return nil
-				}))
-			}
-			for _, h := range hs {
-				if err, jerr := h.Wait(); err != nil || jerr != nil {
-					b.Fatal(err, jerr)
+	// randomRead measures read over fsReaders readers of fsReadsPerRdr offsets each.
+	// Warm: the same random offsets every iteration, in the page cache after the
+	// first. Miss: offsets no iteration has read before (page index stepping by 257,
+	// which is prime to the page count, so none repeats within 2^18 reads), so every
+	// read misses the page cache; the file's holes are zero-filled by the file system
+	// without a disk access, so the case measures each way's miss path, not the disk.
+	randomRead := func(miss bool) func(b *testing.B, read func(name string, offsets [][]int64)) {
+		return func(b *testing.B, read func(name string, offsets [][]int64)) {
+			name := fsFixture(b, fileSize)
+			pages := fileSize / fsReadSize
+			offsets := make([][]int64, fsReaders)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for i := range offsets {
+				offsets[i] = make([]int64, fsReadsPerRdr)
+				for j := range offsets[i] {
+					offsets[i][j] = rng.Int64N(pages) * fsReadSize
 				}
 			}
-			blitzio.BlockOn(rt, f.Value.Close())
-		})
+			if !miss {
+				// Warm: bring the pages in before the clock starts.
+				f, err := os.Open(name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				buf := make([]byte, fsReadSize)
+				for _, offs := range offsets {
+					for _, off := range offs {
+						f.ReadAt(buf, off)
+					}
+				}
+				f.Close()
+			}
+			// The first MiB holds data: a miss run starts past it.
+			next := int64(1 << 20 / fsReadSize)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if miss {
+					b.StopTimer()
+					for i := range offsets {
+						for j := range offsets[i] {
+							offsets[i][j] = (next * 257 % pages) * fsReadSize
+							next++
+						}
+					}
+					b.StartTimer()
+				}
+				read(name, offsets)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*fsReaders*fsReadsPerRdr), "ns/read")
+		}
+	}
+	blitzRandomRead := func(miss bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			rt := bioRuntime(b)
+			randomRead(miss)(b, func(name string, offsets [][]int64) {
+				f, err := blitzio.BlockOn(rt, blitzio.Open(name))
+				if err != nil || f.Err != nil {
+					b.Fatal(err, f.Err)
+				}
+				hs := make([]blitzio.JoinHandle[error], len(offsets))
+				for i, offs := range offsets {
+					hs[i] = blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
+						buf := make([]byte, fsReadSize)
+						for _, off := range offs {
+							if r := blitzio.Await(co, f.Value.ReadAt(buf, off)); r.Err != nil {
+								return r.Err
+							}
+						}
+						return nil
+					}))
+				}
+				for _, h := range hs {
+					if err, jerr := h.Wait(); err != nil || jerr != nil {
+						b.Fatal(err, jerr)
+					}
+				}
+				blitzio.BlockOn(rt, f.Value.Close())
+			})
+		}
+	}
+	goRandomRead := func(miss bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			randomRead(miss)(b, func(name string, offsets [][]int64) {
+				f, err := os.Open(name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var wg sync.WaitGroup
+				for _, offs := range offsets {
+					wg.Go(func() {
+						buf := make([]byte, fsReadSize)
+						for _, off := range offs {
+							if _, err := f.ReadAt(buf, off); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				f.Close()
+			})
+		}
+	}
+	randomCase := func(name, note string, miss bool) Case {
+		c := Case{
+			Name:   name,
+			Note:   fmt.Sprintf("%d tasks x %d random 4 KiB ReadAt from a %d MiB file (%s)", fsReaders, fsReadsPerRdr, fileSize>>20, note),
+			Metric: "ns/read",
+			Ours:   Impl{"blitzio", fsWithFileIO("auto", blitzRandomRead(miss))},
+			Baselines: []Impl{
+				{"goroutines", goRandomRead(miss)},
+				// The ways blitzio can do the reads, each alone: io_uring only, the
+				// blocking pool only, preadv2(RWF_NOWAIT) on the worker then the pool.
+				{"blitzio ring", fsWithFileIO("ring", blitzRandomRead(miss))},
+				{"blitzio pool", fsWithFileIO("pool", blitzRandomRead(miss))},
+				{"blitzio nowait", fsWithFileIO("nowait", blitzRandomRead(miss))},
+			},
+		}
+		if !miss { // the target is the warm case; the miss case informs the choice
+			c.Targets = []Target{TimesBetter("goroutines", 1)}
+		}
+		return c
 	}
 	blitzReadSmall := func(b *testing.B) {
 		rt := bioRuntime(b)
@@ -159,41 +240,8 @@ func fsCases(cfg Config) []Case {
 		}
 	}
 	return []Case{
-		{
-			Name:   "RandomRead4K",
-			Note:   fmt.Sprintf("%d tasks x %d random 4 KiB ReadAt from a %d MiB file (page cache warm)", fsReaders, fsReadsPerRdr, fileSize>>20),
-			Metric: "ns/read",
-			Ours:   Impl{"blitzio", fsWithFileIO("auto", blitzRandomRead)},
-			Baselines: []Impl{{"goroutines", func(b *testing.B) {
-				randomRead(b, func(name string, offsets [][]int64) {
-					f, err := os.Open(name)
-					if err != nil {
-						b.Fatal(err)
-					}
-					var wg sync.WaitGroup
-					for _, offs := range offsets {
-						wg.Go(func() {
-							buf := make([]byte, fsReadSize)
-							for _, off := range offs {
-								if _, err := f.ReadAt(buf, off); err != nil {
-									b.Error(err)
-									return
-								}
-							}
-						})
-					}
-					wg.Wait()
-					f.Close()
-				})
-			}},
-				// The ways blitzio can do the reads, each alone: io_uring only, the
-				// blocking pool only, preadv2(RWF_NOWAIT) on the worker then the pool.
-				{"blitzio ring", fsWithFileIO("ring", blitzRandomRead)},
-				{"blitzio pool", fsWithFileIO("pool", blitzRandomRead)},
-				{"blitzio nowait", fsWithFileIO("nowait", blitzRandomRead)},
-			},
-			Targets: []Target{TimesBetter("goroutines", 1)},
-		},
+		randomCase("RandomRead4K", "page cache warm", false),
+		randomCase("RandomRead4KMiss", "every read a page-cache miss", true),
 		{
 			Name: "ReadSmallFiles",
 			Note: fmt.Sprintf("read %d files of 1 KiB at once: a task (blitzio.ReadFile) or a goroutine (os.ReadFile) per file", smallFiles),

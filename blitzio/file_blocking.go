@@ -334,4 +334,17 @@ func (b *blockingIO) idle(cx *Context) (readAhead int, ok bool) {
 type noWait struct {
 	off atomic.Bool
 	rc  syscall.RawConn
+	// misses counts the attempts in a row that found the data not in memory (up to
+	// noWaitMissLimit); skips counts the attempts skipped since (see readNoWait).
+	misses atomic.Uint32
+	skips  atomic.Uint32
 }
+
+// noWaitMissLimit is how many misses in a row make readNoWait stop trying, except for
+// one probe every noWaitProbe calls: a file read at random beyond the page cache pays
+// the failed system call on almost none of its reads, and one that becomes cached is
+// noticed within noWaitProbe reads.
+const (
+	noWaitMissLimit = 4
+	noWaitProbe     = 16
+)
