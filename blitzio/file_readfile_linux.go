@@ -93,3 +93,7 @@ func preadNoWait(fd int, p []byte, off int64) (int, unix.Errno) {
 	r, _, e := unix.Syscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1, lo, hi, unix.RWF_NOWAIT)
 	return int(r), e
 }
+
+// unixFadviseDontNeed drops fd's clean pages from the page cache (tests use it to make
+// reads miss).
+func unixFadviseDontNeed(fd int) error { return unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED) }
