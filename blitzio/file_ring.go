@@ -66,9 +66,7 @@ const fileClosing = 1 << 62
 // incref admits an operation; false once Close has begun.
 func (r *fileRefs) incref() bool {
 	if r.n.Add(1)&fileClosing != 0 {
-		if w := r.decref(); !w.IsZero() {
-			w.Wake()
-		}
+		wakeRef(r.decref())
 		return false
 	}
 	return true
@@ -118,9 +116,10 @@ func pathErr(op, name string, err error) error {
 	return &fs.PathError{Op: op, Path: name, Err: err}
 }
 
-// wakeRef wakes w unless it is the zero Waker.
+// wakeRef wakes w unless it is the zero Waker (through wakeAll: a waker that panics is
+// reported, not thrown at the caller).
 func wakeRef(w Waker) {
 	if !w.IsZero() {
-		w.Wake()
+		wakeAll([]Waker{w})
 	}
 }

@@ -316,3 +316,87 @@ func TestFileRingShutdownWithOperation(t *testing.T) {
 		t.Fatalf("ring read after shutdown: done %v, %v; want errDriverClosed", ok, rerr)
 	}
 }
+
+// TestFileRingHostileWakers completes ring reads whose waker panics or calls
+// runtime.Goexit (hand-made Contexts): the driver's worker survives both (the panic is
+// reported, the goroutine replaced), the future still completes with the right bytes
+// when polled again, and the runtime goes on serving ring reads.
+func TestFileRingHostileWakers(t *testing.T) {
+	t.Setenv(fileIOEnv, "ring")
+	rt, _ := ringRT(t)
+	name := filepath.Join(t.TempDir(), "a")
+	if err := os.WriteFile(name, bytes.Repeat([]byte("A"), 1<<16), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := must(t, rt, Open(name))
+	for _, hostile := range []func(){
+		func() { panic("waker panic") },
+		func() { runtime.Goexit() },
+	} {
+		for range 20 {
+			var fired atomic.Bool
+			cx := NewContext(rt, WakerFunc(func() {
+				if fired.CompareAndSwap(false, true) {
+					hostile()
+				}
+			}))
+			p := make([]byte, 4096)
+			fut := f.ReadAt(p, 100)
+			if r, ok := fut.Poll(cx); ok {
+				if r.Err != nil {
+					t.Fatal(r.Err)
+				}
+				continue
+			}
+			waitFor(t, "the hostile waker to be called", fired.Load)
+			r, ok := fut.Poll(cx)
+			if !ok || r.Err != nil || r.Value != len(p) || !bytes.Equal(p, bytes.Repeat([]byte("A"), 4096)) {
+				t.Fatalf("after the hostile wake: ok %v, %v", ok, r)
+			}
+		}
+		got := make([]byte, 10)
+		if r := must(t, rt, f.ReadAt(got, 0)); r != 10 || string(got) != "AAAAAAAAAA" {
+			t.Fatalf("runtime after hostile wakers: %d %q", r, got)
+		}
+	}
+	must(t, rt, f.Close())
+}
+
+// TestFileRingTwoRuntimes reads and writes one File from tasks of two io_uring
+// runtimes at once: each operation belongs to the ring of the runtime that polls it,
+// and Close waits for both rings' operations.
+func TestFileRingTwoRuntimes(t *testing.T) {
+	t.Setenv(fileIOEnv, "ring")
+	rt1, _ := ringRT(t)
+	rt2, _ := ringRT(t)
+	name := filepath.Join(t.TempDir(), "a")
+	f := must(t, rt1, Create(name))
+	const blocks = 64
+	var hs []JoinHandle[error]
+	for i := range blocks {
+		rt := rt1
+		if i%2 == 1 {
+			rt = rt2
+		}
+		hs = append(hs, Spawn(rt, Async(func(co *Co) error {
+			want := bytes.Repeat([]byte{byte(i)}, 1000)
+			if r := Await(co, f.WriteAt(want, int64(i)*1000)); r.Err != nil {
+				return r.Err
+			}
+			got := make([]byte, 1000)
+			if r := Await(co, f.ReadAt(got, int64(i)*1000)); r.Err != nil {
+				return r.Err
+			}
+			if !bytes.Equal(got, want) {
+				return errors.New("read back other bytes")
+			}
+			return nil
+		})))
+	}
+	for i, h := range hs {
+		if err, jerr := waitHandle(t, h); err != nil || jerr != nil {
+			t.Fatalf("block %d: %v %v", i, err, jerr)
+		}
+	}
+	must(t, rt2, f.Close())
+}
