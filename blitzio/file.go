@@ -212,6 +212,11 @@ func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 	case posDone:
 		return f.res, true
 	case posStart:
+		// A read served on the worker completes without ever returning pending: spend
+		// the task's budget first, so a task looping over cached reads yields.
+		if !cx.ConsumeBudget() {
+			return Result[int]{}, false
+		}
 		if f.startRing(cx) {
 			break
 		}

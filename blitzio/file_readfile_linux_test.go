@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -143,4 +144,35 @@ func fadviseDontNeed(t *testing.T, f *os.File) {
 			t.Skipf("fadvise: %v", err)
 		}
 	})
+}
+
+// TestCachedReadsYield loops over ReadAt of a cached file on a one-worker runtime: the
+// reads complete on the worker without ever being pending, so only the cooperative
+// budget lets the other task run before the loop ends.
+func TestCachedReadsYield(t *testing.T) {
+	t.Setenv(fileIOEnv, "nowait")
+	rt := newRT(t, Config{Workers: 1})
+	name := filepath.Join(t.TempDir(), "a")
+	if err := os.WriteFile(name, make([]byte, 8192), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.ReadFile(name)
+	f := must(t, rt, Open(name))
+	var other atomic.Bool
+	h := Spawn(rt, Async(func(co *Co) bool {
+		Spawn(co, PollFn(func(*Context) (struct{}, bool) { other.Store(true); return struct{}{}, true }))
+		p := make([]byte, 4096)
+		for range 2000 {
+			if r := Await(co, f.ReadAt(p, 0)); r.Err != nil {
+				t.Error(r.Err)
+			}
+			if other.Load() {
+				return true
+			}
+		}
+		return false
+	}))
+	if ran, err := waitHandle(t, h); err != nil || !ran {
+		t.Fatalf("the other task did not run during 2000 cached reads (%v)", err)
+	}
 }

@@ -75,6 +75,9 @@ func (r *readFileFuture) Poll(cx *Context) (Result[[]byte], bool) {
 		return r.res, true
 	}
 	if r.pool == nil {
+		if !cx.ConsumeBudget() {
+			return Result[[]byte]{}, false // may complete on the worker: yield first when due
+		}
 		if fileIOFromEnv()&fileNoWait != 0 {
 			if data, ok, err := readFileNoWait(r.name); ok {
 				r.done, r.res = true, Result[[]byte]{Value: data, Err: err}
