@@ -257,8 +257,17 @@ func (b *blockingIO) PollRead(cx *Context, p []byte) (Result[int], bool) {
 		if err := b.takeErr(); err != nil {
 			return Result[int]{Err: err}, true
 		}
-		if n, ok, _ := readNoWait(b.f, &b.nw, p, -1); ok {
+		// At the file position: the kernel's, or ours while ring operations own it
+		// (the kernel's is stale then).
+		off := int64(-1)
+		if b.posOwned {
+			off = b.pos
+		}
+		if n, ok, _ := readNoWait(b.f, &b.nw, p, off); ok {
 			// Straight into p: the bytes were in memory (page cache, pipe buffer).
+			if b.posOwned {
+				b.pos += int64(n)
+			}
 			if n == 0 {
 				return Result[int]{Err: io.EOF}, true
 			}

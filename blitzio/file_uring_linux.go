@@ -131,9 +131,11 @@ func (rf *ringFiles) start(d *ioDriver, refs *fileRefs, fd int, write, full bool
 	op.mu.Lock()
 	op.state, op.write, op.full, op.fd, op.off = ringPending, write, full, fd, off
 	op.buf, op.n, op.err, op.refs, op.drv = buf, 0, nil, refs, d
+	d.live.Add(1) // the driver polls while operations are in flight
 	err := op.submitLocked(tok)
 	op.mu.Unlock()
 	if err != nil {
+		d.live.Add(-1)
 		op.mu.Lock()
 		op.state = ringIdle
 		op.buf, op.refs, op.drv = nil, nil, nil
@@ -142,7 +144,6 @@ func (rf *ringFiles) start(d *ioDriver, refs *fileRefs, fd int, write, full bool
 		wakeRef(refs.decref())
 		return nil, err
 	}
-	d.live.Add(1) // the driver polls while operations are in flight
 	rf.kick(d)
 	return op, nil
 }

@@ -400,3 +400,43 @@ func TestFileRingTwoRuntimes(t *testing.T) {
 	}
 	must(t, rt2, f.Close())
 }
+
+// TestFileRingStreamPosition mixes stream writes on the ring (which carry the position
+// themselves) with stream reads on the worker and the pool, seeks and os calls: every
+// one must see the position the previous ones left.
+func TestFileRingStreamPosition(t *testing.T) {
+	for _, mode := range []string{"auto", "ring", "nowait", "pool"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Setenv(fileIOEnv, mode)
+			rt := fileRT(t)
+			name := filepath.Join(t.TempDir(), "f")
+			f := must(t, rt, OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644))
+			must(t, rt, writeAll(f, []byte("hello")))
+			must(t, rt, f.Flush())
+			// At the end: the next read finds nothing.
+			if got := must(t, rt, readAll(f)); len(got) != 0 {
+				t.Fatalf("read after writing %q: %q, want nothing (the position is at the end)", "hello", got)
+			}
+			must(t, rt, writeAll(f, []byte(" world")))
+			must(t, rt, f.Flush())
+			if pos, _ := f.OSFile().Seek(0, io.SeekCurrent); pos != 11 {
+				t.Fatalf("os position after 11 bytes written: %d", pos)
+			}
+			must(t, rt, f.SeekTo(6, io.SeekStart))
+			if got := must(t, rt, readAll(f)); string(got) != "world" {
+				t.Fatalf("read after SeekTo(6): %q", got)
+			}
+			must(t, rt, f.SeekTo(0, io.SeekStart))
+			must(t, rt, writeAll(f, []byte("J")))
+			must(t, rt, f.Flush())
+			p := make([]byte, 4)
+			if n := must(t, rt, PollFn(func(cx *Context) (Result[int], bool) { return f.PollRead(cx, p) })); string(p[:n]) != "ello" {
+				t.Fatalf("read after overwriting the first byte: %q", p[:n])
+			}
+			must(t, rt, f.Close())
+			if b, _ := os.ReadFile(name); string(b) != "Jello world" {
+				t.Fatalf("file: %q", b)
+			}
+		})
+	}
+}
