@@ -358,7 +358,10 @@ func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
 }
 
 // WriteAt returns a future that writes p at offset off, like os.File.WriteAt. The bytes
-// are copied once when WriteAt is called, so p may be reused at once.
+// are copied once when WriteAt is called, so p may be reused at once. A WriteAt dropped
+// before it completes may still have written some or all of p: a system call in
+// progress cannot be taken back (on the ring, the cancellation stops only a write the
+// kernel has not started).
 func (f *File) WriteAt(p []byte, off int64) Future[Result[int]] {
 	return &positioned{b: f.b, write: true, buf: append([]byte(nil), p...), off: off}
 }
