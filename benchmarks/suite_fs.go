@@ -14,8 +14,11 @@ import (
 
 // The fs suite measures blitzio's files and child processes beside the goroutine
 // programs a Go user would write: os.File.ReadAt from goroutines, os.ReadFile from
-// goroutines, os/exec. blitzio runs file calls on its blocking pool (up to 512
-// goroutines), so these cases show what that hop costs or saves.
+// goroutines, os/exec. blitzio has three ways to read a file (see blitzio.File): a
+// non-blocking read on the worker (preadv2 RWF_NOWAIT, page-cache hits), an io_uring
+// operation (Linux, io_uring backend), and its blocking pool; the random-read cases
+// measure each alone (BLITZIO_FILEIO=ring, pool, nowait) beside the default, which
+// combines the first two.
 
 func init() {
 	Register(Suite{
