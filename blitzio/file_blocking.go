@@ -40,7 +40,7 @@ type blockingIO struct {
 	// The io_uring path (file_ring.go): the descriptor number (-1: none), the
 	// operations in flight on it, the ways this File may use, and whether the file
 	// is regular and opened O_APPEND. ringOff is set when the ring refused an
-	// operation on this file for good (EOPNOTSUPP, EINVAL): the pool takes over.
+	// operation on this file for good (EOPNOTSUPP): the pool takes over.
 	fd         int
 	refs       fileRefs
 	io         fileIO

@@ -404,7 +404,8 @@ func ringTarget(rc syscall.RawConn) (fd int, regular, appendMode bool) {
 }
 
 // isPermanentRingErr reports the ring errors that say the file will never work through
-// the ring (as opposed to EAGAIN or an unasked-for cancellation, which may pass).
+// the ring (as opposed to EAGAIN or an unasked-for cancellation, which may pass, or
+// EINVAL, which a bad offset of one call also gives).
 func isPermanentRingErr(err error) bool {
-	return errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)
+	return errors.Is(err, unix.EOPNOTSUPP)
 }

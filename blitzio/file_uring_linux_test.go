@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -89,6 +90,21 @@ func TestFileIOBackends(t *testing.T) {
 					if !bytes.Equal(got[:r.Value], want) {
 						t.Fatalf("ReadAt at %d: wrong bytes", roff)
 					}
+				}
+				// Empty reads and writes, and offsets past what a file can hold, as os.
+				if r := run(t, rt, f.ReadAt(nil, 0)); r.Value != 0 || r.Err != nil {
+					t.Fatalf("ReadAt(nil, 0): %+v, want (0, nil)", r)
+				}
+				if r := run(t, rt, f.WriteAt(nil, 3)); r.Value != 0 || r.Err != nil {
+					t.Fatalf("WriteAt(nil, 3): %+v, want (0, nil)", r)
+				}
+				huge := int64(math.MaxInt64 - 10)
+				_, osErr := f.OSFile().ReadAt(make([]byte, 100), huge)
+				if r := run(t, rt, f.ReadAt(make([]byte, 100), huge)); r.Value != 0 || (r.Err == nil) != (osErr == nil) {
+					t.Fatalf("ReadAt at MaxInt64-10: %+v; os.File.ReadAt: %v", r, osErr)
+				}
+				if r := run(t, rt, f.ReadAt(make([]byte, 10), 1)); r.Err != nil || r.Value != 10 {
+					t.Fatalf("ReadAt after a refused offset: %+v", r)
 				}
 				// Stream read of everything from the start.
 				if pos := must(t, rt, f.SeekTo(0, io.SeekStart)); pos != 0 {
