@@ -11,10 +11,20 @@ import (
 // (BufReader, Copy, ReadFull, ...) work on it, and it adds positioned reads and writes,
 // SeekTo, Sync, SetLen, Stat and Close as futures.
 //
-// File operations run on the runtime's blocking pool, the portable way to do file I/O
-// without blocking a worker (regular files are always "ready" to epoll). Reads and
-// writes through the stream interface run one at a time and are write-behind, as
-// Tokio's: PollWrite takes the bytes and reports them written, and an error shows at the
+// Where reads and writes run: on Linux with the io_uring backend (and a kernel with
+// IORING_OP_READ/WRITE, 5.6), they are completion operations on the runtime's ring:
+// submitted in a batch with the driver's next poll, completed without any goroutine
+// hop. A positioned read first tries preadv2(RWF_NOWAIT) on the worker, which serves a
+// page-cache hit in one system call. Otherwise (epoll, kqueue, other platforms, a pipe
+// or terminal behind NewFile) they run on the runtime's blocking pool, the portable
+// way to do file I/O without blocking a worker (regular files are always "ready" to
+// epoll). The environment variable BLITZIO_FILEIO, read when a File is opened, forces
+// one way: "ring", "pool", or "nowait" (the worker's non-blocking read, then the pool).
+// The memory the kernel reads or writes always belongs to the operation, never to the
+// caller: a dropped operation is cancelled and cannot write into the caller's slice.
+//
+// Reads and writes through the stream interface run one at a time and are write-behind,
+// as Tokio's: PollWrite takes the bytes and reports them written, and an error shows at the
 // next operation; call Flush (or Sync, or Close) to wait for the last write and see its
 // outcome. A dropped read loses nothing: the bytes it brought in are served to the next
 // read. ReadAt and WriteAt are independent of the file offset and may run concurrently.
@@ -40,7 +50,14 @@ func (f *File) Name() string { return f.name }
 
 // OSFile returns the underlying *os.File, for calls this type lacks. Using it while an
 // operation of f is in flight races with that operation.
-func (f *File) OSFile() *os.File { return f.b.f }
+func (f *File) OSFile() *os.File {
+	f.b.mu.Lock()
+	if f.b.op == nil {
+		f.b.syncPos() // its offset is where f's reads and writes have reached
+	}
+	f.b.mu.Unlock()
+	return f.b.f
+}
 
 // PollRead implements AsyncReader.
 func (f *File) PollRead(cx *Context, p []byte) (Result[int], bool) { return f.b.PollRead(cx, p) }
@@ -61,7 +78,10 @@ func (f *File) Flush() Future[Result[struct{}]] {
 // call on the blocking pool and returns its result. readAhead is the count of bytes read
 // ahead and not delivered when call starts (Seek adjusts by it).
 type afterIdle[T any] struct {
-	b      *blockingIO
+	b *blockingIO
+	// gate, if set, must report true (after the stream operations are idle) before
+	// call starts; it keeps cx's waker when it reports false.
+	gate   func(cx *Context) bool
 	call   func(readAhead int) (T, error)
 	h      JoinHandle[Result[T]]
 	start  bool
@@ -77,6 +97,9 @@ func (a *afterIdle[T]) Poll(cx *Context) (Result[T], bool) {
 		b := a.b
 		b.mu.Lock()
 		readAhead, ok := b.idle(cx)
+		if ok && a.gate != nil {
+			ok = a.gate(cx)
+		}
 		if !ok {
 			b.mu.Unlock()
 			return Result[T]{}, false
@@ -149,70 +172,86 @@ func (f *File) SetPermissions(mode fs.FileMode) Future[Result[struct{}]] {
 }
 
 // Close returns a future that waits for the writes in flight, closes the file, and
-// reports the first error (a failed write that was not yet reported included).
+// reports the first error (a failed write that was not yet reported included). ReadAt
+// and WriteAt operations already on the io_uring finish first (the kernel must not see
+// the descriptor number reused under them); ones started after Close began fail with
+// an *fs.PathError wrapping fs.ErrClosed.
 func (f *File) Close() Future[Result[struct{}]] {
 	file := f.b.f
-	return &afterIdle[struct{}]{b: f.b, call: func(int) (struct{}, error) { return struct{}{}, file.Close() }}
+	return &afterIdle[struct{}]{b: f.b, gate: f.b.refs.closeGate,
+		call: func(int) (struct{}, error) { return struct{}{}, file.Close() }}
 }
 
-// positioned is the future of ReadAt and WriteAt: the call runs on the blocking pool
-// with a buffer it owns, and a read copies into the caller's slice only when it is
-// polled to completion.
+// positioned is the future of ReadAt and WriteAt. A read is tried without blocking on
+// the worker first (readNoWait: the page cache), then goes to the runtime's io_uring
+// (a completion, no goroutine hop) or else to the blocking pool. Either way the system
+// call works on a buffer the operation owns, and a read copies into the caller's slice
+// only when it is polled to completion: a dropped ReadAt never writes into p.
 type positioned struct {
-	// file, off and noWait are set for a ReadAt, which tries readNoWait first.
-	file   *os.File
-	off    int64
-	noWait *noWait
-	h      JoinHandle[Result[int]]
-	buf    []byte
-	p      []byte
-	call   func(buf []byte) (int, error)
-	read   bool
-	// started is set once the call was made (or readNoWait answered).
-	started bool
-	done    bool
-	res     Result[int]
+	b     *blockingIO
+	off   int64
+	write bool
+	p     []byte // ReadAt: the caller's slice
+	buf   []byte // WriteAt: the bytes to write (a copy); ReadAt on the pool: its buffer
+	ring  *ringOp
+	h     JoinHandle[Result[int]]
+	state uint8
+	res   Result[int]
 }
+
+// positioned states.
+const (
+	posStart uint8 = iota
+	posRing
+	posPool
+	posDone
+)
 
 func (f *positioned) Poll(cx *Context) (Result[int], bool) {
-	if f.done {
+	switch f.state {
+	case posDone:
 		return f.res, true
-	}
-	if f.read && !f.started {
-		// In the page cache: read it here, straight into p (see readNoWait). A short
-		// read (end of file, or only part of the range cached) takes the blocking path,
-		// which gives ReadAt's exact semantics.
-		// Only for a real offset: preadv2 reads at the file position for -1 (moving it),
-		// and a negative ReadAt must fail like os.File.ReadAt instead.
-		if f.off >= 0 {
-			if n, ok, _ := readNoWait(f.file, f.noWait, f.p, f.off); ok && n == len(f.p) {
-				f.started, f.done, f.res = true, true, Result[int]{Value: n}
-				return f.res, true
-			}
+	case posStart:
+		// A read served on the worker completes without ever returning pending: spend
+		// the task's budget first, so a task looping over cached reads yields.
+		if !cx.ConsumeBudget() {
+			return Result[int]{}, false
 		}
-		f.buf = make([]byte, len(f.p))
-		file, off := f.file, f.off
-		f.call = func(buf []byte) (int, error) { return file.ReadAt(buf, off) }
+		if f.startRing(cx) {
+			break
+		}
+		if f.state == posDone {
+			return f.res, true
+		}
+		f.startPool(cx)
 	}
-	if !f.started {
-		f.started = true
-		buf, call := f.buf, f.call
-		f.call = nil
-		f.h = SpawnBlocking(cx, func() Result[int] {
-			n, err := call(buf)
-			return Result[int]{Value: n, Err: err}
-		})
+	if f.state == posRing {
+		n, err, done := f.ring.poll(cx)
+		if !done {
+			return Result[int]{}, false
+		}
+		if err != nil && n == 0 && ringFallback(err) {
+			f.ring.release()
+			f.ring = nil
+			if isPermanentRingErr(err) {
+				f.b.ringOff.Store(true)
+			}
+			f.startPool(cx)
+		} else {
+			f.finishRing(n, err)
+			return f.res, true
+		}
 	}
 	r, ok := f.h.Poll(cx)
 	if !ok {
 		return Result[int]{}, false
 	}
-	f.done = true
+	f.state = posDone
 	if r.Err != nil {
 		f.res = Result[int]{Err: r.Err}
 	} else {
 		f.res = r.Value
-		if f.read {
+		if !f.write {
 			copy(f.p, f.buf[:f.res.Value])
 		}
 	}
@@ -220,21 +259,111 @@ func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 	return f.res, true
 }
 
+// startRing starts the operation without the pool if it can: a read served from the
+// page cache on the worker (then the future is done), or an io_uring operation. It
+// reports whether an operation is in flight on the ring.
+func (f *positioned) startRing(cx *Context) bool {
+	b := f.b
+	// A negative offset fails on the pool, with os.File's error.
+	if f.off < 0 {
+		return false
+	}
+	if !f.write {
+		// In the page cache: read it here, straight into p. A short read (end of file,
+		// or only part of the range cached) goes on below, which gives ReadAt's exact
+		// semantics.
+		if n, ok, _ := readNoWait(b.f, &b.nw, f.p, f.off); ok && n == len(f.p) {
+			f.state, f.res = posDone, Result[int]{Value: n}
+			return false
+		}
+	} else if b.appendMode {
+		return false // os.File.WriteAt refuses O_APPEND files: let it say so
+	}
+	rf := b.ring(cx, f.write)
+	if rf == nil {
+		return false
+	}
+	var (
+		r   *ringOp
+		err error
+	)
+	if f.write {
+		r, err = rf.start(cx.rt.io, &b.refs, b.fd, true, true, f.buf, len(f.buf), f.off)
+	} else {
+		r, err = rf.start(cx.rt.io, &b.refs, b.fd, false, true, nil, len(f.p), f.off)
+	}
+	if err != nil {
+		return false
+	}
+	f.ring, f.state = r, posRing
+	return true
+}
+
+func (f *positioned) startPool(cx *Context) {
+	file, off := f.b.f, f.off
+	var call func(buf []byte) (int, error)
+	if f.write {
+		call = func(buf []byte) (int, error) { return file.WriteAt(buf, off) }
+	} else {
+		f.buf = make([]byte, len(f.p))
+		call = func(buf []byte) (int, error) { return file.ReadAt(buf, off) }
+	}
+	buf := f.buf
+	f.state = posPool
+	f.h = SpawnBlocking(cx, func() Result[int] {
+		n, err := call(buf)
+		return Result[int]{Value: n, Err: err}
+	})
+}
+
+// finishRing takes a completed ring operation's outcome in os.File's form.
+func (f *positioned) finishRing(n int, err error) {
+	if !f.write {
+		copy(f.p, f.ring.bytes())
+	}
+	f.ring.release()
+	f.ring = nil
+	f.state, f.buf = posDone, nil
+	switch {
+	case err != nil:
+		op := "read"
+		if f.write {
+			op = "write"
+		}
+		f.res = Result[int]{Value: n, Err: pathErr(op, f.b.f.Name(), err)}
+	case !f.write && n < len(f.p):
+		f.res = Result[int]{Value: n, Err: io.EOF} // the file ended first
+	default:
+		f.res = Result[int]{Value: n}
+	}
+}
+
+// Drop abandons the operation. One in flight on the ring is cancelled, and the driver
+// keeps its buffer until the kernel lets go of it; p is never written after Drop.
+func (f *positioned) Drop() {
+	if f.state == posRing && f.ring != nil {
+		f.ring.drop()
+		f.ring = nil
+	}
+	f.state = posDone
+	f.res = Result[int]{Err: ErrCancelled}
+}
+
 // ReadAt returns a future that reads len(p) bytes at offset off, like os.File.ReadAt
 // (io.EOF if the file ends first, with the count read). It does not use or move the
 // file offset and may run beside other operations. p is filled only when the future
 // completes; a dropped ReadAt never writes into p.
 func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
-	file := f.b.f
-	return &positioned{p: p, read: true, file: file, off: off, noWait: &f.b.nw}
+	return &positioned{b: f.b, p: p, off: off}
 }
 
 // WriteAt returns a future that writes p at offset off, like os.File.WriteAt. The bytes
-// are copied once when WriteAt is called, so p may be reused at once.
+// are copied once when WriteAt is called, so p may be reused at once. A WriteAt dropped
+// before it completes may still have written some or all of p: a system call in
+// progress cannot be taken back (on the ring, the cancellation stops only a write the
+// kernel has not started).
 func (f *File) WriteAt(p []byte, off int64) Future[Result[int]] {
-	file := f.b.f
-	return &positioned{buf: append([]byte(nil), p...),
-		call: func(buf []byte) (int, error) { return file.WriteAt(buf, off) }}
+	return &positioned{b: f.b, write: true, buf: append([]byte(nil), p...), off: off}
 }
 
 // OpenOptions says how to open a file, the fields of Rust's OpenOptions (and of

@@ -36,10 +36,30 @@ type blockingIO struct {
 	werr error
 	// nw is the state of readNoWait for this file.
 	nw noWait
+
+	// The io_uring path (file_ring.go): the descriptor number (-1: none), the
+	// operations in flight on it, the ways this File may use, and whether the file
+	// is regular and opened O_APPEND. ringOff is set when the ring refused an
+	// operation on this file for good (EOPNOTSUPP): the pool takes over.
+	fd         int
+	refs       fileRefs
+	io         fileIO
+	regular    bool
+	appendMode bool
+	ringOff    atomic.Bool
+	// pos is the file position while posOwned (guarded by mu). Stream reads and writes
+	// on the ring pass it as an explicit offset instead of asking the kernel to use and
+	// move the position: on Linux 6.18 a short write through the ring (a full disk) left
+	// the kernel's position where the write began. The kernel's position is brought up
+	// to date (syncPos) before anything that uses it: a pool operation, a Seek, OSFile.
+	pos      int64
+	posOwned bool
 }
 
 type blockingOp struct {
 	write bool
+	// ring is the io_uring operation when the ring runs this one, nil on the pool.
+	ring *ringOp
 	// seekBack, for a write, is the count of bytes read ahead and not delivered: the
 	// write starts that far back, where the reader's position is.
 	seekBack int64
@@ -50,17 +70,90 @@ type blockingOp struct {
 }
 
 func newBlockingIO(f *os.File) *blockingIO {
-	b := &blockingIO{f: f}
+	b := &blockingIO{f: f, fd: -1, io: fileIOFromEnv()}
 	// The RawConn for readNoWait, made here once: concurrent ReadAt futures only read it.
 	if rc, err := f.SyscallConn(); err == nil {
-		b.nw.rc = rc
+		if b.io&fileNoWait != 0 {
+			b.nw.rc = rc
+		}
+		if b.io&(fileRingRead|fileRingWrite) != 0 {
+			b.fd, b.regular, b.appendMode = ringTarget(rc)
+		}
 	}
 	return b
 }
 
-// start runs op on the blocking pool of cx's runtime. Called with b.mu held.
+// ring returns the io_uring operations of cx's runtime if this File may use them for a
+// read (write false) or a write, nil otherwise.
+func (b *blockingIO) ring(cx *Context, write bool) *ringFiles {
+	want := fileRingRead
+	if write {
+		want = fileRingWrite
+	}
+	if b.io&want == 0 || b.fd < 0 || b.ringOff.Load() {
+		return nil
+	}
+	return fileRing(cx)
+}
+
+// start runs op on the io_uring of cx's runtime when it can (a regular file, nothing
+// to seek back over first), on its blocking pool otherwise. Called with b.mu held.
 func (b *blockingIO) start(cx *Context, op *blockingOp) {
+	if b.regular && !b.appendMode && op.seekBack == 0 {
+		if rf := b.ring(cx, op.write); rf != nil && b.ownPos() {
+			// A write must go in full; a read reports what it got, as read(2) does.
+			r, err := rf.start(cx.rt.io, &b.refs, b.fd, op.write, op.write, op.buf, len(op.buf), b.pos)
+			if err == nil {
+				op.ring = r
+				b.op = op
+				return
+			}
+		}
+	}
+	b.startPool(cx, op)
+}
+
+// ownPos makes b.pos the file position, reading the kernel's once. Called with b.mu
+// held.
+func (b *blockingIO) ownPos() bool {
+	if b.posOwned {
+		return true
+	}
+	if !b.refs.incref() {
+		return false // closing: the descriptor number may be gone
+	}
+	off, err := b.f.Seek(0, io.SeekCurrent)
+	wakeRef(b.refs.decref())
+	if err != nil {
+		return false
+	}
+	b.pos, b.posOwned = off, true
+	return true
+}
+
+// syncPos gives the position back to the kernel, before an operation that uses it.
+// Called with b.mu held and no operation in flight.
+func (b *blockingIO) syncPos() error {
+	if !b.posOwned {
+		return nil
+	}
+	b.posOwned = false
+	_, err := b.f.Seek(b.pos, io.SeekStart)
+	return err
+}
+
+// startPool runs op on the blocking pool. Called with b.mu held.
+func (b *blockingIO) startPool(cx *Context, op *blockingOp) {
+	if err := b.syncPos(); err != nil {
+		// The position cannot be set: the operation fails with why.
+		op.err = err
+	}
 	f := b.f
+	if op.err != nil {
+		op.h = SpawnBlocking(cx, func() struct{} { return struct{}{} })
+		b.op = op
+		return
+	}
 	op.h = SpawnBlocking(cx, func() struct{} {
 		if op.write {
 			if op.seekBack > 0 {
@@ -85,15 +178,44 @@ func (b *blockingIO) settle(cx *Context) bool {
 	if op == nil {
 		return true
 	}
-	r, ok := op.h.Poll(cx)
-	if !ok {
-		return false
+	var err error
+	if op.ring != nil {
+		n, rerr, done := op.ring.poll(cx)
+		if !done {
+			return false
+		}
+		op.ring.release()
+		op.ring = nil
+		b.pos += int64(n)
+		if rerr != nil && n == 0 && ringFallback(rerr) {
+			// The ring cannot do it (see ringFallback): the pool does, this time and
+			// from now on if the file refused the operation itself.
+			if isPermanentRingErr(rerr) {
+				b.ringOff.Store(true)
+			}
+			b.startPool(cx, op)
+			return b.settle(cx)
+		}
+		op.n = n
+		if rerr != nil {
+			name := "read"
+			if op.write {
+				name = "write"
+			}
+			op.err = pathErr(name, b.f.Name(), rerr)
+		}
+		err = op.err
+	} else {
+		r, ok := op.h.Poll(cx)
+		if !ok {
+			return false
+		}
+		err = op.err
+		if err == nil && r.Err != nil {
+			err = r.Err // the runtime closed before the call ran
+		}
 	}
 	b.op = nil
-	err := op.err
-	if err == nil && r.Err != nil {
-		err = r.Err // the runtime closed before the call ran
-	}
 	if op.write {
 		if err == nil && op.n < len(op.buf) {
 			err = io.ErrShortWrite
@@ -135,8 +257,17 @@ func (b *blockingIO) PollRead(cx *Context, p []byte) (Result[int], bool) {
 		if err := b.takeErr(); err != nil {
 			return Result[int]{Err: err}, true
 		}
-		if n, ok, _ := readNoWait(b.f, &b.nw, p, -1); ok {
+		// At the file position: the kernel's, or ours while ring operations own it
+		// (the kernel's is stale then).
+		off := int64(-1)
+		if b.posOwned {
+			off = b.pos
+		}
+		if n, ok, _ := readNoWait(b.f, &b.nw, p, off); ok {
 			// Straight into p: the bytes were in memory (page cache, pipe buffer).
+			if b.posOwned {
+				b.pos += int64(n)
+			}
 			if n == 0 {
 				return Result[int]{Err: io.EOF}, true
 			}
@@ -202,6 +333,7 @@ func (b *blockingIO) idle(cx *Context) (readAhead int, ok bool) {
 	if !b.settle(cx) {
 		return 0, false
 	}
+	b.syncPos() // an error shows in the caller's own use of the position
 	return len(b.rbuf), true
 }
 
@@ -211,4 +343,17 @@ func (b *blockingIO) idle(cx *Context) (readAhead int, ok bool) {
 type noWait struct {
 	off atomic.Bool
 	rc  syscall.RawConn
+	// misses counts the attempts in a row that found the data not in memory (up to
+	// noWaitMissLimit); skips counts the attempts skipped since (see readNoWait).
+	misses atomic.Uint32
+	skips  atomic.Uint32
 }
+
+// noWaitMissLimit is how many misses in a row make readNoWait stop trying, except for
+// one probe every noWaitProbe calls: a file read at random beyond the page cache pays
+// the failed system call on almost none of its reads, and one that becomes cached is
+// noticed within noWaitProbe reads.
+const (
+	noWaitMissLimit = 4
+	noWaitProbe     = 16
+)

@@ -23,6 +23,9 @@ func readNoWait(_ *os.File, nw *noWait, p []byte, off int64) (int, bool, error) 
 	if nw.rc == nil || nw.off.Load() || len(p) == 0 {
 		return 0, false, nil
 	}
+	if nw.misses.Load() >= noWaitMissLimit && nw.skips.Add(1)%noWaitProbe != 0 {
+		return 0, false, nil // the last reads all missed: skip, save for a probe
+	}
 	c := nwCalls.Get().(*nwCall)
 	c.p, c.off = p, off
 	cerr := nw.rc.Control(c.fn)
@@ -34,8 +37,14 @@ func readNoWait(_ *os.File, nw *noWait, p []byte, off int64) (int, bool, error) 
 	}
 	switch rerr {
 	case 0:
+		if nw.misses.Load() != 0 {
+			nw.misses.Store(0)
+		}
 		return n, true, nil
 	case unix.EAGAIN:
+		if nw.misses.Load() < noWaitMissLimit {
+			nw.misses.Add(1)
+		}
 		return 0, false, nil
 	case unix.EOPNOTSUPP, unix.EINVAL, unix.ENOSYS, unix.ESPIPE:
 		// This file (or kernel) does not do non-blocking reads: stop trying.

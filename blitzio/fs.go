@@ -51,8 +51,47 @@ func (b *blockingFuture[T]) Poll(cx *Context) (Result[T], bool) {
 // same name (Tokio's tokio::fs): they run on the blocking pool and return os's errors.
 
 // ReadFile returns a future of the whole content of a file, like os.ReadFile.
+//
+// On Linux a file whose path and pages are all in the kernel's caches is read by the
+// worker itself, with system calls that fail rather than wait (openat2 RESOLVE_CACHED,
+// preadv2 RWF_NOWAIT): no hop to the blocking pool. Anything else (a page-cache miss,
+// a FIFO, a network file system that must revalidate) runs on the blocking pool. The
+// environment variable BLITZIO_FILEIO=pool or ring, read at each call, skips the
+// worker's attempt.
 func ReadFile(name string) Future[Result[[]byte]] {
-	return blockingCall(func() ([]byte, error) { return os.ReadFile(name) })
+	return &readFileFuture{name: name}
+}
+
+// readFileFuture is ReadFile's future: the worker's non-blocking attempt, then the pool.
+type readFileFuture struct {
+	name string
+	pool *blockingFuture[[]byte]
+	res  Result[[]byte]
+	done bool
+}
+
+func (r *readFileFuture) Poll(cx *Context) (Result[[]byte], bool) {
+	if r.done {
+		return r.res, true
+	}
+	if r.pool == nil {
+		if !cx.ConsumeBudget() {
+			return Result[[]byte]{}, false // may complete on the worker: yield first when due
+		}
+		if fileIOFromEnv()&fileNoWait != 0 {
+			if data, ok, err := readFileNoWait(r.name); ok {
+				r.done, r.res = true, Result[[]byte]{Value: data, Err: err}
+				return r.res, true
+			}
+		}
+		name := r.name
+		r.pool = blockingCall(func() ([]byte, error) { return os.ReadFile(name) })
+	}
+	res, ok := r.pool.Poll(cx)
+	if ok {
+		r.done, r.res, r.pool = true, res, nil
+	}
+	return res, ok
 }
 
 // WriteFile returns a future that writes data to a file, creating it with perm or

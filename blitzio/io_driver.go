@@ -138,6 +138,7 @@ func (d *ioDriver) turn(timeout time.Duration, parkedWorker int, buf []Waker) []
 	d.mu.RLock()
 	for _, ev := range d.events[:n] {
 		if ev.Op != poller.OpReady {
+			buf = d.completeOp(ev, buf) // a file operation's completion (file_uring_linux.go)
 			continue
 		}
 		idx := uint32(ev.Token)

@@ -20,6 +20,8 @@ const (
 	uringOpAsyncCancel = 14 // 5.5
 	uringOpSend        = 26 // 5.6
 	uringOpRecv        = 27 // 5.6
+	uringOpRead        = 22 // 5.6
+	uringOpWrite       = 23 // 5.6
 	uringOpMsgRing     = 40 // 5.18
 	uringOpSocket      = 45 // 5.19, the release that also brought multishot accept
 )
@@ -35,6 +37,7 @@ const (
 const (
 	uringFeatSingleMmap = 1 << 0
 	uringFeatNoDrop     = 1 << 1
+	uringFeatRWCurPos   = 1 << 3
 	uringFeatExtArg     = 1 << 8
 )
 

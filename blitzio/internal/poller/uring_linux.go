@@ -213,6 +213,8 @@ const (
 	slotAccept
 	slotRecv
 	slotSend
+	slotRead  // ReadAt (uring_file_linux.go)
+	slotWrite // WriteAt
 )
 
 // uringSlot is the state of one operation.
@@ -226,8 +228,10 @@ type uringSlot struct {
 	target uint64 // slotCancel: the user_data it cancels
 	// Token list links (+1, 0 = none) for Cancel.
 	prev, next uint32
-	send       []byte // slotSend: the caller's buffer, kept reachable and pinned
-	pin        runtime.Pinner
+	// mem is the memory the kernel reads (slotSend, slotWrite) or writes (slotRead),
+	// kept reachable and pinned until the operation's last completion.
+	mem []byte
+	pin runtime.Pinner
 }
 
 func uringUserData(idx uint32, gen uint32) uint64 { return uint64(gen)<<32 | uint64(idx) }
@@ -373,6 +377,10 @@ func (r *ioUring) probe() error {
 		// IORING_OP_SOCKET and multishot accept both arrived in Linux 5.19.
 		r.features |= MultishotAccept
 	}
+	if has(uringOpRead) && has(uringOpWrite) && r.kfeat&uringFeatRWCurPos != 0 {
+		// READ and WRITE (5.6), with offset -1 meaning the file position.
+		r.features |= FileReadWrite
+	}
 	return nil
 }
 
@@ -436,11 +444,11 @@ func (r *ioUring) allocLocked(kind uint8) uint32 {
 func (r *ioUring) freeLocked(idx uint32) {
 	s := &r.slots[idx]
 	switch s.kind {
-	case slotAccept, slotRecv, slotSend:
+	case slotAccept, slotRecv, slotSend, slotRead, slotWrite:
 		r.unlinkTokenLocked(idx)
 	}
 	s.pin.Unpin()
-	s.send = nil
+	s.mem = nil
 	s.kind = slotFree
 	s.gen++
 	r.free = append(r.free, idx)
@@ -715,7 +723,7 @@ func (r *ioUring) submitOp(name string, kind uint8, fd int, token uint64, sqe *u
 	s.fd = int32(fd)
 	s.token = token
 	if len(p) > 0 {
-		s.send = p
+		s.mem = p
 		s.pin.Pin(&p[0])
 		sqe.addr = uint64(uintptr(unsafe.Pointer(&p[0])))
 	}
@@ -725,8 +733,8 @@ func (r *ioUring) submitOp(name string, kind uint8, fd int, token uint64, sqe *u
 	return nil
 }
 
-// Cancel queues an IORING_OP_ASYNC_CANCEL for every Accept, Recv and Send still in
-// flight with token (not for a readiness registration: use Deregister). Each ends with
+// Cancel queues an IORING_OP_ASYNC_CANCEL for every Accept, Recv, Send, ReadAt and
+// WriteAt still in flight with token (not for a readiness registration: use Deregister). Each ends with
 // its own Event, Res = -ECANCELED when the cancellation caught it; the cancel requests
 // themselves report nothing (so OpCancel never appears). Completions that won the race
 // against the cancellation are reported as usual and belong to the caller: an accepted
@@ -847,6 +855,19 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 				}
 				if flags != 0 {
 					continue // reap what the flush brought
+				}
+				if timeout == 0 && n < len(events) {
+					// Operations the kernel completed inline while submitting (a file
+					// read served from the page cache, a send with room) are in the CQ
+					// ring now: report them in this Poll rather than the next.
+					r.mu.Lock()
+					r.sawWake = false
+					n += r.reapLocked(events[n:])
+					woke = r.sawWake
+					r.mu.Unlock()
+					if woke {
+						r.drainWake()
+					}
 				}
 			}
 			return n, nil
@@ -988,13 +1009,17 @@ func (r *ioUring) completeLocked(cqe *uringCQE, ev *Event) bool {
 		}
 		return false
 
-	case slotAccept, slotRecv, slotSend:
+	case slotAccept, slotRecv, slotSend, slotRead, slotWrite:
 		op := OpSend
 		switch s.kind {
 		case slotAccept:
 			op = OpAccept
 		case slotRecv:
 			op = OpRecv
+		case slotRead:
+			op = OpRead
+		case slotWrite:
+			op = OpWrite
 		}
 		buf := int32(-1)
 		if cqe.flags&uringCQEFBuffer != 0 {
@@ -1062,7 +1087,7 @@ func (r *ioUring) close() error {
 	// submitted first (ring order), then cancelled by the requests queued after them.
 	for idx := range r.slots {
 		switch r.slots[idx].kind {
-		case slotWake, slotPoll, slotAccept, slotRecv, slotSend:
+		case slotWake, slotPoll, slotAccept, slotRecv, slotSend, slotRead, slotWrite:
 			r.cancelLocked(uint32(idx))
 		}
 	}
@@ -1097,7 +1122,7 @@ func (r *ioUring) close() error {
 		var leaked []any
 		for i := range r.slots {
 			if s := &r.slots[i]; s.kind != slotFree {
-				leaked = append(leaked, s.send, &s.pin)
+				leaked = append(leaked, s.mem, &s.pin)
 			}
 		}
 		if r.bufs != nil {

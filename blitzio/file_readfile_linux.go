@@ -1,0 +1,99 @@
+package blitzio
+
+import (
+	"io/fs"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// resolveCached is RESOLVE_CACHED (Linux 5.12): openat2 fails with EAGAIN instead of
+// doing I/O (or a network revalidation) to look a path up.
+const resolveCached = 0x20
+
+// readFileNoWaitOff is set once openat2 with RESOLVE_CACHED or preadv2 with RWF_NOWAIT
+// turned out to be missing (ENOSYS, EINVAL from an older kernel, EPERM from a seccomp
+// filter): ReadFile stops trying them.
+var readFileNoWaitOff atomic.Bool
+
+// readFileNoWait reads a whole regular file on the calling worker when that cannot
+// block: the path is resolved from the kernel's caches only (openat2 RESOLVE_CACHED),
+// its type and size come from statx without syncing with a remote server
+// (AT_STATX_DONT_SYNC), and every read is served from the page cache
+// (preadv2 RWF_NOWAIT). It reports ok = false when any of these would have to wait (or
+// the file is not a regular file: a FIFO's open waits for a writer, and os.ReadFile
+// must see that); the caller then does the whole read on the blocking pool. A missing
+// file is reported at once, as os.ReadFile reports it.
+func readFileNoWait(name string) (data []byte, ok bool, err error) {
+	if readFileNoWaitOff.Load() {
+		return nil, false, nil
+	}
+	how := unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOCTTY | unix.O_NONBLOCK,
+		Resolve: resolveCached,
+	}
+	fd, oerr := unix.Openat2(unix.AT_FDCWD, name, &how)
+	for oerr == unix.EINTR {
+		fd, oerr = unix.Openat2(unix.AT_FDCWD, name, &how)
+	}
+	switch oerr {
+	case nil:
+	case unix.ENOENT, unix.ENOTDIR, unix.EACCES, unix.ELOOP, unix.ENAMETOOLONG:
+		return nil, true, &fs.PathError{Op: "open", Path: name, Err: oerr}
+	case unix.ENOSYS, unix.EINVAL, unix.EPERM:
+		readFileNoWaitOff.Store(true)
+		return nil, false, nil
+	default: // EAGAIN: not all cached
+		return nil, false, nil
+	}
+	defer unix.Close(fd)
+	var stx unix.Statx_t
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_SIZE, &stx) != nil ||
+		stx.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, false, nil
+	}
+	// As os.ReadFile: room for the size and one byte more, so that the end of the file
+	// shows as a read of 0 without growing the buffer.
+	size := int(stx.Size)
+	if int64(size) != int64(stx.Size) || size < 0 {
+		return nil, false, nil
+	}
+	size++
+	if size < 512 {
+		size = 512
+	}
+	data = make([]byte, 0, size)
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, errno := preadNoWait(fd, data[len(data):cap(data)], int64(len(data)))
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno == unix.EOPNOTSUPP || errno == unix.ENOSYS:
+			return nil, false, nil // this file system has no non-blocking reads
+		case errno != 0: // EAGAIN: not in the page cache; the rest: os's form, from the pool
+			return nil, false, nil
+		case n == 0:
+			return data, true, nil
+		}
+		data = data[:len(data)+n]
+	}
+}
+
+// preadNoWait is preadv2(fd, [p], off, RWF_NOWAIT) with the iovec on the stack.
+func preadNoWait(fd int, p []byte, off int64) (int, unix.Errno) {
+	var iov unix.Iovec
+	iov.Base = &p[0]
+	iov.SetLen(len(p))
+	lo := uintptr(off)
+	hi := uintptr(uint64(off) >> (unix.SizeofLong*8 - 1) >> 1)
+	r, _, e := unix.Syscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1, lo, hi, unix.RWF_NOWAIT)
+	return int(r), e
+}
+
+// unixFadviseDontNeed drops fd's clean pages from the page cache (tests use it to make
+// reads miss).
+func unixFadviseDontNeed(fd int) error { return unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED) }
