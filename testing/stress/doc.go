@@ -31,6 +31,17 @@
 //   - TestFDExhaustion: RLIMIT_NOFILE lowered to a few spare descriptors under file,
 //     process and stream load; units that find none fail with EMFILE on their own
 //     handle, and the runtime serves new work once the limit is back.
+//   - TestNetLoadTCPEcho, TestNetLoadTCPEchoBlitzioClients, TestNetLoadStreamCodecs:
+//     TCP servers of blitzio tasks (plain echo, and the stream package's frame and line
+//     codecs) under many Go or blitzio clients with random sizes, pauses, pipelining
+//     and disconnects, on the epoll and io_uring backends; every byte checked.
+//   - TestHTTPLoad: net/http over the net.Listener adapter, and blitzio's httpserve,
+//     under keep-alive, one-shot, cancelling, resetting and slow clients; every
+//     response checked, every completed request handled exactly once.
+//   - Network faults (faults_net_test.go): io_uring refused (the runtime falls back to
+//     epoll and serves), slow readers (server memory bounded, other connections
+//     served), peer resets mid-read and mid-write, half-close both ways, silent clients
+//     under header timeouts and shutdowns, handler tasks aborted at random.
 //   - TestSoak: mixed load for the given time; fails on a lost or wrong response, or on
 //     heap or goroutines that keep growing over the second half of the run.
 //
