@@ -176,43 +176,38 @@ func (m *Mutex) IsLocked() bool { return m.state.Load()&mLocked != 0 }
 // mode: hands the lock to it). It panics if the guard was already unlocked (through this
 // copy or another) or is the zero guard.
 func (g MutexGuard) Unlock() {
-	if !g.releaseFast() && !g.release() {
-		g.unlock(nil)
+	if !g.release() {
+		g.unlockSlow()
 	}
 }
+
+// release is the fast path of Unlock, one load and one CAS: in normal mode, when the
+// hold is this guard's and nobody needs waking (no waiters, or a woken one already on
+// its way, the steady state of a contended lock), free the lock keeping the other flags.
+// It reports false, leaving everything else (a wake, a hand-off, a zero or stale guard)
+// to the slow path.
+func (g MutexGuard) release() bool {
+	m := g.m
+	if m == nil {
+		return false // the slow path names the mistake
+	}
+	s := m.state.Load()
+	return s&^(mWaiters|mWoken) == g.held && s&(mWaiters|mWoken) != mWaiters &&
+		m.state.CompareAndSwap(s, s+(mGenOne-mLocked))
+}
+
+// unlockSlow is unlock without a Context, kept out of line so Unlock inlines.
+//
+//go:noinline
+func (g MutexGuard) unlockSlow() { g.unlock(nil) }
 
 // UnlockFrom is Unlock for a task being polled with cx: a task woken (or handed the lock)
 // runs next on this worker (blitzio.Waker.WakeFrom), which keeps a hot lock on one
 // worker's cache.
 func (g MutexGuard) UnlockFrom(cx *blitzio.Context) {
-	if !g.releaseFast() && !g.release() {
+	if !g.release() {
 		g.unlock(cx)
 	}
-}
-
-// releaseFast is the first fast path of Unlock, one CAS and no load (sync.Mutex's
-// Unlock is one atomic too): it frees the lock if the state word is exactly this hold's,
-// with no waiter and no wake outstanding, as it is whenever nobody else wants the lock.
-// When waiters are queued the CAS fails and release follows: one atomic more, on a
-// line that the holder wrote when it locked, so usually still in its cache.
-func (g MutexGuard) releaseFast() bool {
-	m := g.m
-	return m != nil && m.state.CompareAndSwap(g.held, g.held+(mGenOne-mLocked))
-}
-
-// release is the second fast path of Unlock, one load and one CAS: in normal mode, when
-// the hold is this guard's and nobody needs waking (waiters with a woken one already on
-// its way, the steady state of a contended lock), free the lock keeping the other flags.
-// It reports false, leaving everything else (a wake, a hand-off, a zero or stale guard)
-// to unlock.
-func (g MutexGuard) release() bool {
-	m := g.m
-	if m == nil {
-		return false // unlock names the mistake
-	}
-	s := m.state.Load()
-	return s&^(mWaiters|mWoken) == g.held && s&(mWaiters|mWoken) != mWaiters &&
-		m.state.CompareAndSwap(s, s+(mGenOne-mLocked))
 }
 
 func (g MutexGuard) unlock(cx *blitzio.Context) {
