@@ -238,7 +238,7 @@ func syncPrimCases(cfg Config) []Case {
 		{
 			Name:   "MutexContended",
 			Metric: "ns/lock",
-			Note:   "8 tasks on 2 workers x 1,000 locks of one Mutex, vs 8 goroutines on sync.Mutex (both let a running task or goroutine re-take the lock ahead of a woken waiter)",
+			Note:   "8 tasks on 2 workers x 1,000 locks of one Mutex, vs 8 goroutines on sync.Mutex (both let a running task or goroutine re-take the lock ahead of a woken waiter); the reference rows are the spawn and join alone, spread over the same 8,000 locks",
 			Ours: Impl{"tsync.Mutex/8tasks", func(b *testing.B) {
 				rt := bioRuntime(b)
 				var m tsync.Mutex
@@ -281,7 +281,42 @@ func syncPrimCases(cfg Config) []Case {
 					wg.Wait()
 				}
 				syncPerOp(b, syncContenders*syncLocksPer, "ns/lock")
-			}}},
+			}},
+				// The two rows below lock nothing: they are the start-up and join of the 8
+				// tasks (8 goroutines) that the rows above include, spread over the same
+				// 8,000 locks, so the table shows how much of each figure is the runtime
+				// waking its workers and how much is the lock.
+				{"blitzio spawn+join of 8 tasks only", func(b *testing.B) {
+					rt := bioRuntime(b)
+					hs := make([]blitzio.JoinHandle[struct{}], syncContenders)
+					b.ReportAllocs()
+					for b.Loop() {
+						for i := range hs {
+							hs[i] = blitzio.Spawn(rt, bioNop{})
+						}
+						for _, h := range hs {
+							h.Wait()
+						}
+					}
+					syncPerOp(b, syncContenders*syncLocksPer, "ns/lock")
+				}},
+				{"go+wait of 8 goroutines only", func(b *testing.B) {
+					var wg sync.WaitGroup
+					b.ReportAllocs()
+					for b.Loop() {
+						wg.Add(syncContenders)
+						for range syncContenders {
+							go wg.Done()
+						}
+						wg.Wait()
+					}
+					syncPerOp(b, syncContenders*syncLocksPer, "ns/lock")
+				}},
+			},
+			Roles: map[string]Role{
+				"blitzio spawn+join of 8 tasks only": RoleReference,
+				"go+wait of 8 goroutines only":       RoleReference,
+			},
 			Targets: []Target{TimesBetter("sync.Mutex/8goroutines", 1)},
 		},
 		{

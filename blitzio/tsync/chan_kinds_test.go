@@ -214,6 +214,52 @@ func TestOneshotBasics(t *testing.T) {
 	expectPanic(t, "nil or zero OneshotReceiver", func() { _, _ = nilR.Recv() })
 }
 
+// TestOneshotPollAgainAfterValue: the receiver keeps no copy of the value (it stays in
+// the oneshot), so a Poll after the ready one, before or after Close, must still return
+// the same value, while TryRecv and Recv report it as already received.
+func TestOneshotPollAgainAfterValue(t *testing.T) {
+	defer chanWatchdog(t, 10*time.Second)()
+	tx, rx := NewOneshot[*int]()
+	var w wakeCount
+	if _, ok := rx.Poll(w.cx()); ok {
+		t.Fatal("ready before send")
+	}
+	v := new(int)
+	*v = 7
+	if err := tx.Send(v); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if r, ok := rx.Poll(w.cx()); !ok || r.Err != nil || r.Value != v {
+			t.Fatalf("poll %d: %v, %v (want the sent pointer)", i, r, ok)
+		}
+	}
+	if _, err := rx.TryRecv(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("TryRecv after the value was polled = %v, want ErrClosed", err)
+	}
+	rx.Close()
+	if r, ok := rx.Poll(w.cx()); !ok || r.Err != nil || r.Value != v {
+		t.Fatalf("poll after Close: %v, %v (want the value received before)", r, ok)
+	}
+	if _, err := rx.Recv(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Recv after the value was polled = %v, want ErrClosed", err)
+	}
+
+	// The receiver closed first: ErrClosed, then ErrClosed again, even though the
+	// late Send's value was discarded.
+	tx2, rx2 := NewOneshot[int]()
+	rx2.Close()
+	if r, ok := rx2.Poll(w.cx()); !ok || !errors.Is(r.Err, ErrClosed) {
+		t.Fatalf("poll of a closed receiver: %v, %v", r, ok)
+	}
+	if err := tx2.Send(1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("send to a closed receiver = %v", err)
+	}
+	if r, ok := rx2.Poll(w.cx()); !ok || !errors.Is(r.Err, ErrClosed) || r.Value != 0 {
+		t.Fatalf("poll again of a closed receiver: %v, %v", r, ok)
+	}
+}
+
 func TestOneshotRequestReplyTasks(t *testing.T) {
 	defer chanWatchdog(t, 60*time.Second)()
 	rt := chanRT(t, 2)

@@ -128,10 +128,19 @@ func (s *OneshotSender[T]) IsClosed() bool {
 // was ready, it returns the same result. Close it if you stop waiting, so that the
 // sender can see nobody listens.
 type OneshotReceiver[T any] struct {
-	c    *oneshot[T]
-	res  blitzio.Result[T]
-	done bool
+	c *oneshot[T]
+	// done is what Poll returned once ready (rxValue or rxClosed), so a later Poll returns
+	// it again. The value itself stays in c.v (take leaves it there): the receiver holds
+	// no copy, which keeps the allocation of NewOneshot one size class smaller.
+	done uint8
 }
+
+// OneshotReceiver.done values.
+const (
+	rxWaiting uint8 = iota
+	rxValue         // Poll returned the value, which is in c.v
+	rxClosed        // Poll returned ErrClosed
+)
 
 func (r *OneshotReceiver[T]) chanFor(op string) *oneshot[T] {
 	if r == nil || r.c == nil {
@@ -141,8 +150,10 @@ func (r *OneshotReceiver[T]) chanFor(op string) *oneshot[T] {
 }
 
 // take returns the result if the value was sent or the sender closed; with reg, it
-// otherwise stores wk so that the sender wakes it.
-func (r *OneshotReceiver[T]) take(wk blitzio.Waker, reg bool) (blitzio.Result[T], bool) {
+// otherwise stores wk so that the sender wakes it. With keep, a value taken stays in
+// c.v, where a later Poll reads it again; otherwise it is cleared, so that the oneshot
+// does not keep it alive.
+func (r *OneshotReceiver[T]) take(wk blitzio.Waker, reg, keep bool) (blitzio.Result[T], bool) {
 	c := r.c
 	for {
 		st := c.state.Load()
@@ -154,8 +165,10 @@ func (r *OneshotReceiver[T]) take(wk blitzio.Waker, reg bool) (blitzio.Result[T]
 				continue
 			}
 			v := c.v
-			var zero T
-			c.v = zero
+			if !keep {
+				var zero T
+				c.v = zero
+			}
 			return blitzio.Result[T]{Value: v}, true
 		case st&osTxClosed != 0:
 			return blitzio.Result[T]{Err: ErrClosed}, true
@@ -181,15 +194,21 @@ func (r *OneshotReceiver[T]) take(wk blitzio.Waker, reg bool) (blitzio.Result[T]
 // Poll receives the value, or waits for it.
 func (r *OneshotReceiver[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
 	r.chanFor("OneshotReceiver.Poll")
-	if r.done {
-		return r.res, true
+	switch r.done {
+	case rxValue:
+		return blitzio.Result[T]{Value: r.c.v}, true
+	case rxClosed:
+		return blitzio.Result[T]{Err: ErrClosed}, true
 	}
 	if !cx.ConsumeBudget() {
 		return blitzio.Result[T]{}, false
 	}
-	res, ok := r.take(cx.Waker(), true)
+	res, ok := r.take(cx.Waker(), true, true)
 	if ok {
-		r.res, r.done = res, true
+		r.done = rxValue
+		if res.Err != nil {
+			r.done = rxClosed
+		}
 	}
 	return res, ok
 }
@@ -217,7 +236,7 @@ func (r *OneshotReceiver[T]) Close() {
 // already received.
 func (r *OneshotReceiver[T]) TryRecv() (T, error) {
 	r.chanFor("OneshotReceiver.TryRecv")
-	res, ok := r.take(blitzio.Waker{}, false)
+	res, ok := r.take(blitzio.Waker{}, false, false)
 	if !ok {
 		return res.Value, ErrEmpty
 	}
@@ -244,7 +263,7 @@ func (r *OneshotReceiver[T]) RecvContext(ctx context.Context) (T, error) {
 type oneshotRecv[T any] struct{ r *OneshotReceiver[T] }
 
 func (o oneshotRecv[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
-	return o.r.take(cx.Waker(), true)
+	return o.r.take(cx.Waker(), true, false)
 }
 
 // Drop forgets the registered waker (the goroutine gave up); the receiver stays open.
