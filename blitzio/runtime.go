@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"reflect"
 	"runtime"
 	"strings"
@@ -349,6 +350,21 @@ func (rt *Runtime) notifyParked() {
 }
 
 func (rt *Runtime) unparkOne() {
+	// Prefer a worker parked on its channel to the one parked in the I/O driver: waking
+	// the first is a channel send, the second a system call (eventfd write or io_uring
+	// message) and a return from epoll_wait or io_uring_enter; and the poller keeps
+	// watching the sockets meanwhile (Tokio unparks a sleeping worker the same way and
+	// leaves the driver to whoever holds it).
+	if p := rt.io.polling.Load(); p >= 0 {
+		if others := rt.idle.parked.Load() &^ (1 << p); others != 0 {
+			if id := bits.TrailingZeros64(others); rt.idle.clear(id) {
+				rt.idle.searching.Add(1)
+				rt.workers[id].unpark <- struct{}{}
+				rt.wakeIOPoller(id) // it took the driver after our load: wake it there
+				return
+			}
+		}
+	}
 	if id := rt.idle.popParked(); id >= 0 {
 		// The woken worker starts out searching; counting it now keeps other producers
 		// from waking more workers for the same burst.
