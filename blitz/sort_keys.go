@@ -65,37 +65,50 @@ func sortByKey[T any, K cmp.Ordered](s []T, key func(T) K, stable bool, opts []O
 // records when elements are small (the sort then streams through memory), else of (key,
 // index) records followed by a gather of the elements (one random read per element, which
 // costs less than moving a large element in every radix pass).
+//
+// Small elements cross memory three times: the records are built in the sort's first pass
+// (which also counts the first digit), scattered by that digit, and every bucket, sorted in
+// cache, has its elements copied back into s while it is still there: 128 bytes per
+// 16-byte element, against 200 for separate build, count and copy-back passes.
 func sortByNumericKey[T any, K cmp.Ordered](c parCall, s []T, m func(K) uint64, key func(T) K, stable bool) {
 	n := len(s)
-	cf := sortAux(c, n)
 	var z T
 	if unsafe.Sizeof(z) <= sortCarryMax {
 		recs, release := kvScratch[T](2 * n)
 		defer release()
 		a, buf := recs[:n], recs[n:]
-		parFor(cf, n, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				a[i] = radixKV[T]{m(key(s[i])), s[i]}
-			}
+		reversed := false
+		radixSortKVWith(c, a, buf, radixHooks[T]{
+			fill: func(a []radixKV[T], lo, hi int) {
+				for i := lo; i < hi; i++ {
+					a[i] = radixKV[T]{m(key(s[i])), s[i]}
+				}
+			},
+			sorted: func() bool {
+				switch radixKVPresorted(a, stable) {
+				case 1:
+					return true
+				case -1:
+					reversed = true
+					return true
+				}
+				return false
+			},
+			done: func(lo, hi int) {
+				w := s[lo:hi]
+				for i := range w {
+					w[i] = a[lo+i].v
+				}
+			},
 		})
-		rec := int64(unsafe.Sizeof(a[0]))
-		radixTraffic.Add(int64(n) * (int64(unsafe.Sizeof(z)) + rec))
-		switch radixKVPresorted(a, stable) {
-		case 1:
-			return
-		case -1:
+		if reversed {
 			parReverse(c, s)
-			return
 		}
-		radixSortKV(c, a, buf)
-		parFor(cf, n, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				s[i] = a[i].v
-			}
-		})
-		radixTraffic.Add(int64(n) * (int64(unsafe.Sizeof(z)) + rec))
+		// The fill reads s, the copy back writes it.
+		radixTraffic.Add(2 * int64(n) * int64(unsafe.Sizeof(z)))
 		return
 	}
+	cf := sortAux(c, n)
 	recs, release := kvScratch[uint32](2 * n)
 	defer release()
 	a, buf := recs[:n], recs[n:]

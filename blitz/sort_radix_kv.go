@@ -29,16 +29,41 @@ var radixTraffic atomic.Int64
 // radixSortKV sorts a by k, stably and in parallel, using buf (len(buf) >= len(a)) as
 // scratch. It runs no user code: it cannot be interrupted half-way (see radixSort).
 func radixSortKV[V any](c parCall, a, buf []radixKV[V]) {
+	radixSortKVWith(c, a, buf, radixHooks[V]{})
+}
+
+// radixHooks are the callbacks of radixSortKVWith; each may be nil.
+type radixHooks[V any] struct {
+	// fill writes the records a[lo:hi] (it may run user code). When it is set,
+	// radixSortKVWith calls it for every chunk in its first pass over a, which so reads
+	// each record where it is written; when it is nil, a holds the records already.
+	fill func(a []radixKV[V], lo, hi int)
+	// done (lo, hi) is called once a[lo:hi] holds its final records, for disjoint ranges
+	// that cover a, while they are likely still in cache (the keyed sorts copy the values
+	// out there instead of in a separate pass). It is not called when the records were in
+	// order already (sorted reports true, or every key is equal).
+	done func(lo, hi int)
+	// sorted, called after the first pass, reports whether there is nothing to do.
+	sorted func() bool
+}
+
+// radixSortKVWith is radixSortKV with hooks (see radixHooks).
+func radixSortKVWith[V any](c parCall, a, buf []radixKV[V], h radixHooks[V]) {
 	n := len(a)
-	if n < 2 {
-		return
-	}
-	rec := int64(unsafe.Sizeof(a[0]))
+	rec := int64(unsafe.Sizeof(radixKV[V]{}))
 	if c.seq || n < 2*radixParMin {
+		if h.fill != nil {
+			h.fill(a, 0, n)
+		}
+		if n < 2 || (h.sorted != nil && h.sorted()) {
+			return
+		}
 		radixRecKV(nil, a, buf[:n], 64, false)
+		if h.done != nil {
+			h.done(0, n)
+		}
 		return
 	}
-	k0 := a[0].k
 	width := radixTopWidth(n, int(rec))
 	size := max((n+4*c.workers-1)/(4*c.workers), 1<<12)
 	nc := (n + size - 1) / size
@@ -46,20 +71,30 @@ func radixSortKV[V any](c parCall, a, buf []radixKV[V]) {
 	nd := 1 << width
 	counts := make([]int, nc*nd)
 	shift := 64 - width
+	// One parallel pass fills the records (if asked), finds the bits that vary (OR of key
+	// XOR the chunk's first key, then the chunks' first keys against each other) and
+	// counts the topmost digit, which is the one to use when the top bit varies.
 	parChunks(c, n, size, func(ci, lo, hi int) {
-		h := counts[ci*nd : (ci+1)*nd]
+		if h.fill != nil {
+			h.fill(a, lo, hi)
+		}
+		hist := counts[ci*nd : (ci+1)*nd]
+		k0 := a[lo].k
 		var d uint64
 		for i := range a[lo:hi] {
 			x := a[lo+i].k
 			d |= x ^ k0
-			h[x>>shift]++
+			hist[x>>shift]++
 		}
 		diffs[ci] = d
 	})
 	radixTraffic.Add(int64(n) * rec)
+	if h.sorted != nil && h.sorted() {
+		return
+	}
 	var diff uint64
-	for _, d := range diffs {
-		diff |= d
+	for ci, d := range diffs {
+		diff |= d | (a[ci*size].k ^ a[0].k)
 	}
 	if diff == 0 {
 		return
@@ -105,13 +140,18 @@ func radixSortKV[V any](c parCall, a, buf []radixKV[V]) {
 			b, e := starts[d], starts[d+1]
 			if e > b {
 				radixRecKV(t, buf[b:e], a[b:e], shift, true)
+				if h.done != nil {
+					h.done(b, e)
+				}
 			}
 		})
 	})
 }
 
 // radixRecKV is radixRec for records, stable: it sorts data by k, whose bits at and above
-// nbits are all equal; the result ends in other if toOther, else in data.
+// nbits are all equal; the result ends in other if toOther, else in data. Every step keeps
+// equal keys in input order: the count and scatter walk data in order, and the insertion
+// sort moves a record only past strictly greater keys.
 func radixRecKV[V any](t *Task, data, other []radixKV[V], nbits uint, toOther bool) {
 	n := len(data)
 	if nbits == 0 { // every key of the bucket is equal
@@ -124,10 +164,41 @@ func radixRecKV[V any](t *Task, data, other []radixKV[V], nbits uint, toOther bo
 		radixInsertKV(data, other, toOther)
 		return
 	}
+	if n > radixLSDMax {
+		k0 := data[0].k
+		var diff uint64
+		for i := range data {
+			diff |= data[i].k ^ k0
+		}
+		if diff == 0 {
+			if toOther {
+				copy(other, data)
+			}
+			return
+		}
+		radixWideKV(t, data, other, uint(bits.Len64(diff)), toOther)
+		return
+	}
+	// As in radixRec: one narrow pass, then one insertion sort over the whole bucket.
+	vary := nbits
+	width := min(uint(max(bits.Len(uint(n))-1, 2)), radixSubMax, vary)
+	var off []int32
+	if width <= 8 {
+		var small [256]int32
+		off = small[:]
+	} else {
+		var big [1 << radixSubMax]int32
+		off = big[:]
+	}
+	shift := vary - width
+	mask := uint64(1)<<width - 1
+	nd := 1 << width
 	k0 := data[0].k
 	var diff uint64
 	for i := range data {
-		diff |= data[i].k ^ k0
+		x := data[i].k
+		diff |= x ^ k0
+		off[(x>>shift)&mask]++
 	}
 	if diff == 0 {
 		if toOther {
@@ -135,18 +206,16 @@ func radixRecKV[V any](t *Task, data, other []radixKV[V], nbits uint, toOther bo
 		}
 		return
 	}
-	vary := uint(bits.Len64(diff))
-	if n > radixLSDMax {
-		radixWideKV(t, data, other, vary, toOther)
-		return
-	}
-	width := min(uint(max(bits.Len(uint(n))-2, 2)), radixSubMax, vary)
-	shift := vary - width
-	mask := uint64(1)<<width - 1
-	nd := 1 << width
-	var off [1 << radixSubMax]int32
-	for i := range data {
-		off[(data[i].k>>shift)&mask]++
+	if v := uint(bits.Len64(diff)); v < vary && off[(k0>>shift)&mask] == int32(n) {
+		clear(off[:nd])
+		vary = v
+		width = min(width, vary)
+		shift = vary - width
+		mask = uint64(1)<<width - 1
+		nd = 1 << width
+		for i := range data {
+			off[(data[i].k>>shift)&mask]++
+		}
 	}
 	s := int32(0)
 	for d := range nd {
@@ -160,17 +229,12 @@ func radixRecKV[V any](t *Task, data, other []radixKV[V], nbits uint, toOther bo
 	b := int32(0)
 	for d := range nd {
 		e := off[d]
-		switch e - b {
-		case 0:
-		case 1:
-			if !toOther {
-				data[b] = other[b]
-			}
-		default:
-			radixRecKV(nil, other[b:e], data[b:e], shift, !toOther)
+		if e-b > radixInsertion {
+			radixRecKV(nil, other[b:e], data[b:e], shift, false)
 		}
 		b = e
 	}
+	radixInsertKV(other, data, !toOther)
 }
 
 // radixWideKV is radixWide for records.
