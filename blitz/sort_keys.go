@@ -67,9 +67,9 @@ func sortByKey[T any, K cmp.Ordered](s []T, key func(T) K, stable bool, opts []O
 // costs less than moving a large element in every radix pass).
 //
 // Small elements cross memory three times: the records are built in the sort's first pass
-// (which also counts the first digit), scattered by that digit, and every bucket, sorted in
-// cache, has its elements copied back into s while it is still there: 128 bytes per
-// 16-byte element, against 200 for separate build, count and copy-back passes.
+// (which also counts the first digit), scattered by that digit, and every bucket is sorted
+// into a per-worker buffer in cache and its elements copied from there into s: 128 bytes
+// per 16-byte element, against 200 for separate build, count, sort and copy-back passes.
 func sortByNumericKey[T any, K cmp.Ordered](c parCall, s []T, m func(K) uint64, key func(T) K, stable bool) {
 	n := len(s)
 	var z T
@@ -94,10 +94,10 @@ func sortByNumericKey[T any, K cmp.Ordered](c parCall, s []T, m func(K) uint64, 
 				}
 				return false
 			},
-			done: func(lo, hi int) {
+			done: func(lo, hi int, recs []radixKV[T]) {
 				w := s[lo:hi]
 				for i := range w {
-					w[i] = a[lo+i].v
+					w[i] = recs[i].v
 				}
 			},
 		})

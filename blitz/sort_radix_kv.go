@@ -2,6 +2,8 @@ package blitz
 
 import (
 	"math/bits"
+	"reflect"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -38,11 +40,13 @@ type radixHooks[V any] struct {
 	// radixSortKVWith calls it for every chunk in its first pass over a, which so reads
 	// each record where it is written; when it is nil, a holds the records already.
 	fill func(a []radixKV[V], lo, hi int)
-	// done (lo, hi) is called once a[lo:hi] holds its final records, for disjoint ranges
-	// that cover a, while they are likely still in cache (the keyed sorts copy the values
-	// out there instead of in a separate pass). It is not called when the records were in
-	// order already (sorted reports true, or every key is equal).
-	done func(lo, hi int)
+	// done(lo, hi, recs) is called with the final records of a[lo:hi] in recs, for
+	// disjoint ranges that cover a, while recs is still in cache (the keyed sorts copy the
+	// values out there instead of in a separate pass). recs is a[lo:hi] or a scratch
+	// buffer: when done is set, only what it receives is sorted, a is left in an
+	// unspecified order. It is not called when the records were in order already (sorted
+	// reports true, or every key is equal).
+	done func(lo, hi int, recs []radixKV[V])
 	// sorted, called after the first pass, reports whether there is nothing to do.
 	sorted func() bool
 }
@@ -60,7 +64,7 @@ func radixSortKVWith[V any](c parCall, a, buf []radixKV[V], h radixHooks[V]) {
 		}
 		radixRecKV(nil, a, buf[:n], 64, false)
 		if h.done != nil {
-			h.done(0, n)
+			h.done(0, n, a)
 		}
 		return
 	}
@@ -134,15 +138,39 @@ func radixSortKVWith[V any](c parCall, a, buf []radixKV[V], h radixHooks[V]) {
 			off[d]++
 		}
 	})
-	radixTraffic.Add(4 * int64(n) * rec) // the scatter, then the buckets back into a
+	if h.done == nil {
+		radixTraffic.Add(4 * int64(n) * rec) // the scatter, then the buckets back into a
+	} else {
+		radixTraffic.Add(3 * int64(n) * rec) // the scatter, then the buckets read
+	}
+	// With done, a bucket small enough for the cache is sorted into a scratch buffer that
+	// each worker reuses (so it stays in cache), and done copies the values out of it: a
+	// is not written again, which saves the write-back of its lines to memory.
+	var scratch sync.Pool
+	ptrs := !stablePointerFree(reflect.TypeFor[radixKV[V]]())
 	c.pool.Call(func(t *Task) {
 		radixBuckets(t, 0, nd, func(t *Task, d int) {
 			b, e := starts[d], starts[d+1]
-			if e > b {
+			switch {
+			case e == b:
+			case h.done == nil:
 				radixRecKV(t, buf[b:e], a[b:e], shift, true)
-				if h.done != nil {
-					h.done(b, e)
+			case e-b > radixLSDMax:
+				radixRecKV(t, buf[b:e], a[b:e], shift, true)
+				h.done(b, e, a[b:e])
+			default:
+				sp, _ := scratch.Get().(*[]radixKV[V])
+				if sp == nil || cap(*sp) < e-b {
+					w := make([]radixKV[V], max(e-b, 2*(n/nd)))
+					sp = &w
 				}
+				w := (*sp)[:e-b]
+				radixRecKV(nil, buf[b:e], w, shift, true)
+				h.done(b, e, w)
+				if ptrs {
+					clear(w) // no stale pointers kept alive by the pool
+				}
+				scratch.Put(sp)
 			}
 		})
 	})
