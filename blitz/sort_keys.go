@@ -17,12 +17,13 @@ import (
 // equal keys, in parallel. key is called exactly once per element, in parallel, so it must
 // be safe for concurrent use.
 //
-// The keys are sorted by a parallel radix sort with their indices, and the elements are
-// then moved into place through a buffer of len(s) elements: the work per element does not
-// grow with log(len(s)) as a comparison sort's does. Inputs already sorted by key are
-// detected after the extraction and left alone; small inputs are sorted the same way,
-// sequentially. A panic in key is re-raised (as *PanicError when it happened in a parallel task) and leaves
-// s unchanged.
+// The keys are sorted by a parallel radix sort: elements of up to 32 bytes travel with
+// their keys in (key, element) records (two buffers of len(s) records), larger ones are
+// represented by their indices and moved into place afterwards through a buffer of len(s)
+// elements. The work per element does not grow with log(len(s)) as a comparison sort's
+// does. Inputs already sorted by key are detected after the extraction and left alone;
+// small inputs are sorted the same way, sequentially. A panic in key is re-raised (as
+// *PanicError when it happened in a parallel task) and leaves s unchanged.
 func SortStableByKey[T any, K cmp.Ordered](s []T, key func(T) K, opts ...Option) {
 	if key == nil {
 		parNil("SortStableByKey", "key")

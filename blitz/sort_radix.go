@@ -47,11 +47,12 @@ const (
 	radixInsertion = 24      // buckets up to this size are insertion sorted
 	radixLSDMax    = 1 << 16 // buckets up to this size are sorted in cache with narrow digits
 	radixParMin    = 1 << 14 // sub-bucket loops over at least this many keys run in parallel
-	// radixTopMax is the widest first (parallel MSD) digit. Every digit value is a stream
-	// that the scatter writes to its own pages, and beyond about a thousand streams each
-	// write is a TLB miss: 10M 24-byte records (SortByKey) with an 11-bit digit took 230-240
-	// ms, with a 10-bit one 218-220 ms, 9 and 8 bits 240 ms.
-	radixTopMax    = 10
+	radixTopMax    = 12      // widest first (parallel MSD) digit, for the largest inputs
+	// radixTopMaxKV is the widest first digit of the record sorts. Every digit value is a
+	// stream that the scatter writes to its own pages, and records fill pages three times
+	// as fast as keys: 10M 24-byte records (SortByKey) with an 11-bit digit took 230-240 ms,
+	// with a 10-bit one 218-220 ms, 9 and 8 bits 240 ms.
+	radixTopMaxKV  = 10
 	radixBucketLog = 17 // the first digit aims at buckets of about 1<<radixBucketLog bytes
 
 	radixSubMax = 12 // widest digit of the in-cache MSD passes
@@ -101,7 +102,7 @@ func radixSort[K radixKey](c parCall, a []K) {
 	n := len(a)
 	k0 := a[0]
 	// The top digit is wide enough that its buckets (about 128 KB) fit in the L2 cache
-	// with their scratch, and at most radixTopMax bits so that its scatter writes to few enough
+	// with their scratch, and at most 12 bits so that its scatter writes to few enough
 	// streams: each stream writes its own pages, and more streams than the TLB has
 	// entries make every write a TLB miss. 10M random uint64 with the top digit 9/10/11/12
 	// bits wide: 337/328/372/390 ms of CPU per sort.

@@ -68,7 +68,7 @@ func radixSortKVWith[V any](c parCall, a, buf []radixKV[V], h radixHooks[V]) {
 		}
 		return
 	}
-	width := radixTopWidth(n, int(rec))
+	width := min(radixTopWidth(n, int(rec)), radixTopMaxKV)
 	size := max((n+4*c.workers-1)/(4*c.workers), 1<<12)
 	nc := (n + size - 1) / size
 	diffs := make([]uint64, nc)
