@@ -143,9 +143,29 @@ func radixSortKVWith[V any](c parCall, a, buf []radixKV[V], h radixHooks[V]) {
 	} else {
 		radixTraffic.Add(3 * int64(n) * rec) // the scatter, then the buckets read
 	}
-	// With done, a bucket small enough for the cache is sorted into a scratch buffer that
-	// each worker reuses (so it stays in cache), and done copies the values out of it: a
-	// is not written again, which saves the write-back of its lines to memory.
+	if h.done == nil {
+		c.pool.Call(func(t *Task) {
+			radixBuckets(t, 0, nd, func(t *Task, d int) {
+				if b, e := starts[d], starts[d+1]; e > b {
+					radixRecKV(t, buf[b:e], a[b:e], shift, true)
+				}
+			})
+		})
+		return
+	}
+	radixBucketsOut(c, buf, starts, shift, func(b, e int) []radixKV[V] { return a[b:e] }, h.done)
+}
+
+// radixBucketsOut sorts the buckets buf[starts[d]:starts[d+1]] (stably, in parallel; the
+// keys of a bucket are equal at and above bit nbits) and hands each bucket's sorted records
+// to done. A bucket small enough for the cache is sorted into a scratch buffer that each
+// worker reuses, so it stays in cache: done copies out of it, and nothing is written back
+// to memory but what done writes. A larger bucket (skewed keys) is sorted, with parallel
+// sub-buckets, into big(lo, hi), a slice of its length that the caller provides.
+func radixBucketsOut[V any](c parCall, buf []radixKV[V], starts []int, nbits uint,
+	big func(lo, hi int) []radixKV[V], done func(lo, hi int, recs []radixKV[V])) {
+	nd := len(starts) - 1
+	avg := starts[nd] / nd
 	var scratch sync.Pool
 	ptrs := !stablePointerFree(reflect.TypeFor[radixKV[V]]())
 	c.pool.Call(func(t *Task) {
@@ -153,20 +173,19 @@ func radixSortKVWith[V any](c parCall, a, buf []radixKV[V], h radixHooks[V]) {
 			b, e := starts[d], starts[d+1]
 			switch {
 			case e == b:
-			case h.done == nil:
-				radixRecKV(t, buf[b:e], a[b:e], shift, true)
 			case e-b > radixLSDMax:
-				radixRecKV(t, buf[b:e], a[b:e], shift, true)
-				h.done(b, e, a[b:e])
+				w := big(b, e)
+				radixRecKV(t, buf[b:e], w, nbits, true)
+				done(b, e, w)
 			default:
 				sp, _ := scratch.Get().(*[]radixKV[V])
 				if sp == nil || cap(*sp) < e-b {
-					w := make([]radixKV[V], max(e-b, 2*(n/nd)))
+					w := make([]radixKV[V], max(e-b, 2*avg))
 					sp = &w
 				}
 				w := (*sp)[:e-b]
-				radixRecKV(nil, buf[b:e], w, shift, true)
-				h.done(b, e, w)
+				radixRecKV(nil, buf[b:e], w, nbits, true)
+				done(b, e, w)
 				if ptrs {
 					clear(w) // no stale pointers kept alive by the pool
 				}
