@@ -68,10 +68,7 @@ func sortByKey[T any, K cmp.Ordered](s []T, key func(T) K, stable bool, opts []O
 // index) records followed by a gather of the elements (one random read per element, which
 // costs less than moving a large element in every radix pass).
 //
-// Small elements cross memory three times: the records are built in the sort's first pass
-// (which also counts the first digit), scattered by that digit, and every bucket is sorted
-// into a per-worker buffer in cache and its elements copied from there into s: 128 bytes
-// per 16-byte element, against 200 for separate build, count, sort and copy-back passes.
+// Large inputs of small elements take sortCarried, which crosses memory three times.
 func sortByNumericKey[T any, K cmp.Ordered](c parCall, s []T, m func(K) uint64, key func(T) K, stable bool) {
 	n := len(s)
 	var z T
@@ -79,42 +76,30 @@ func sortByNumericKey[T any, K cmp.Ordered](c parCall, s []T, m func(K) uint64, 
 		sortCarried(c, s, func(v T) uint64 { return m(key(v)) }, stable)
 		return
 	}
+	cf := sortAux(c, n)
 	if unsafe.Sizeof(z) <= sortCarryMax {
+		// A small input: (key, element) records, sorted in cache.
 		recs, release := kvScratch[T](2 * n)
 		defer release()
 		a, buf := recs[:n], recs[n:]
-		reversed := false
-		radixSortKVWith(c, a, buf, radixHooks[T]{
-			fill: func(a []radixKV[T], lo, hi int) {
-				for i := lo; i < hi; i++ {
-					a[i] = radixKV[T]{m(key(s[i])), s[i]}
-				}
-			},
-			sorted: func() bool {
-				switch radixKVPresorted(a, stable) {
-				case 1:
-					return true
-				case -1:
-					reversed = true
-					return true
-				}
-				return false
-			},
-			done: func(lo, hi int, recs []radixKV[T]) {
-				w := s[lo:hi]
-				for i := range w {
-					w[i] = recs[i].v
-				}
-			},
+		parFor(cf, n, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				a[i] = radixKV[T]{m(key(s[i])), s[i]}
+			}
 		})
-		if reversed {
+		switch radixKVPresorted(a, stable) {
+		case 1:
+			return
+		case -1:
 			parReverse(c, s)
+			return
 		}
-		// The fill reads s, the copy back writes it.
-		radixTraffic.Add(2 * int64(n) * int64(unsafe.Sizeof(z)))
+		radixRecKV(nil, a, buf, 64, false)
+		for i := range s {
+			s[i] = a[i].v
+		}
 		return
 	}
-	cf := sortAux(c, n)
 	recs, release := kvScratch[uint32](2 * n)
 	defer release()
 	a, buf := recs[:n], recs[n:]

@@ -31,43 +31,16 @@ var radixTraffic atomic.Int64
 // radixSortKV sorts a by k, stably and in parallel, using buf (len(buf) >= len(a)) as
 // scratch. It runs no user code: it cannot be interrupted half-way (see radixSort).
 func radixSortKV[V any](c parCall, a, buf []radixKV[V]) {
-	radixSortKVWith(c, a, buf, radixHooks[V]{})
-}
-
-// radixHooks are the callbacks of radixSortKVWith; each may be nil.
-type radixHooks[V any] struct {
-	// fill writes the records a[lo:hi] (it may run user code). When it is set,
-	// radixSortKVWith calls it for every chunk in its first pass over a, which so reads
-	// each record where it is written; when it is nil, a holds the records already.
-	fill func(a []radixKV[V], lo, hi int)
-	// done(lo, hi, recs) is called with the final records of a[lo:hi] in recs, for
-	// disjoint ranges that cover a, while recs is still in cache (the keyed sorts copy the
-	// values out there instead of in a separate pass). recs is a[lo:hi] or a scratch
-	// buffer: when done is set, only what it receives is sorted, a is left in an
-	// unspecified order. It is not called when the records were in order already (sorted
-	// reports true, or every key is equal).
-	done func(lo, hi int, recs []radixKV[V])
-	// sorted, called after the first pass, reports whether there is nothing to do.
-	sorted func() bool
-}
-
-// radixSortKVWith is radixSortKV with hooks (see radixHooks).
-func radixSortKVWith[V any](c parCall, a, buf []radixKV[V], h radixHooks[V]) {
 	n := len(a)
-	rec := int64(unsafe.Sizeof(radixKV[V]{}))
-	if c.seq || n < 2*radixParMin {
-		if h.fill != nil {
-			h.fill(a, 0, n)
-		}
-		if n < 2 || (h.sorted != nil && h.sorted()) {
-			return
-		}
-		radixRecKV(nil, a, buf[:n], 64, false)
-		if h.done != nil {
-			h.done(0, n, a)
-		}
+	if n < 2 {
 		return
 	}
+	rec := int64(unsafe.Sizeof(a[0]))
+	if c.seq || n < 2*radixParMin {
+		radixRecKV(nil, a, buf[:n], 64, false)
+		return
+	}
+	k0 := a[0].k
 	width := min(radixTopWidth(n, int(rec)), radixTopMaxKV)
 	size := max((n+4*c.workers-1)/(4*c.workers), 1<<12)
 	nc := (n + size - 1) / size
@@ -75,30 +48,20 @@ func radixSortKVWith[V any](c parCall, a, buf []radixKV[V], h radixHooks[V]) {
 	nd := 1 << width
 	counts := make([]int, nc*nd)
 	shift := 64 - width
-	// One parallel pass fills the records (if asked), finds the bits that vary (OR of key
-	// XOR the chunk's first key, then the chunks' first keys against each other) and
-	// counts the topmost digit, which is the one to use when the top bit varies.
 	parChunks(c, n, size, func(ci, lo, hi int) {
-		if h.fill != nil {
-			h.fill(a, lo, hi)
-		}
-		hist := counts[ci*nd : (ci+1)*nd]
-		k0 := a[lo].k
+		h := counts[ci*nd : (ci+1)*nd]
 		var d uint64
 		for i := range a[lo:hi] {
 			x := a[lo+i].k
 			d |= x ^ k0
-			hist[x>>shift]++
+			h[x>>shift]++
 		}
 		diffs[ci] = d
 	})
 	radixTraffic.Add(int64(n) * rec)
-	if h.sorted != nil && h.sorted() {
-		return
-	}
 	var diff uint64
-	for ci, d := range diffs {
-		diff |= d | (a[ci*size].k ^ a[0].k)
+	for _, d := range diffs {
+		diff |= d
 	}
 	if diff == 0 {
 		return
@@ -138,22 +101,14 @@ func radixSortKVWith[V any](c parCall, a, buf []radixKV[V], h radixHooks[V]) {
 			off[d]++
 		}
 	})
-	if h.done == nil {
-		radixTraffic.Add(4 * int64(n) * rec) // the scatter, then the buckets back into a
-	} else {
-		radixTraffic.Add(3 * int64(n) * rec) // the scatter, then the buckets read
-	}
-	if h.done == nil {
-		c.pool.Call(func(t *Task) {
-			radixBuckets(t, 0, nd, func(t *Task, d int) {
-				if b, e := starts[d], starts[d+1]; e > b {
-					radixRecKV(t, buf[b:e], a[b:e], shift, true)
-				}
-			})
+	radixTraffic.Add(4 * int64(n) * rec) // the scatter, then the buckets back into a
+	c.pool.Call(func(t *Task) {
+		radixBuckets(t, 0, nd, func(t *Task, d int) {
+			if b, e := starts[d], starts[d+1]; e > b {
+				radixRecKV(t, buf[b:e], a[b:e], shift, true)
+			}
 		})
-		return
-	}
-	radixBucketsOut(c, buf, starts, shift, func(b, e int) []radixKV[V] { return a[b:e] }, h.done)
+	})
 }
 
 // radixBucketsOut sorts the buckets buf[starts[d]:starts[d+1]] (stably, in parallel; the
