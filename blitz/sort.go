@@ -252,9 +252,9 @@ func SortDesc[T cmp.Ordered](s []T, opts ...Option) {
 // NaNs first, -0 equal to +0), in parallel. It is not guaranteed to be stable (the current
 // implementation is, except that an input whose keys are non-increasing is reversed).
 // key is called exactly once per element, in parallel, so it must be safe for concurrent
-// use. See SortStableByKey for the algorithm: a radix sort of the extracted keys with
-// their indices, then one permutation of the elements through a buffer of len(s)
-// elements. A panic in key is re-raised (as *PanicError when it happened in a parallel
+// use. See SortStableByKey for the algorithm: a radix sort of the extracted keys with the
+// elements (or, for elements over 32 bytes, their indices followed by one permutation of
+// the elements). A panic in key is re-raised (as *PanicError when it happened in a parallel
 // task) and leaves s unchanged.
 func SortByKey[T any, K cmp.Ordered](s []T, key func(T) K, opts ...Option) {
 	if key == nil {

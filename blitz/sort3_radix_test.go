@@ -365,3 +365,82 @@ func TestSort3KeyCalledOncePerElement(t *testing.T) {
 		}
 	}
 }
+
+// TestSort3RadixBucketPaths drives the in-cache bucket sort (radixRec, radixRecKV) through
+// each of its branches with crafted buckets and checks the result against package slices,
+// stability included for records: random keys (one pass, then the insertion sort over the
+// whole bucket), keys that share bits below the bucket's prefix (every key lands in one
+// sub-bucket, so the count is redone below the highest varying bit), clusters of more than
+// radixInsertion keys in one sub-bucket (sorted by recursion before the final insertion
+// sort), runs of equal keys (recursion down to no bits left), and both destinations.
+func TestSort3RadixBucketPaths(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const nbits = 40 // the bits at and above 40 are the bucket's prefix
+	prefix := uint64(0x5a) << nbits
+	inputs := map[string]func(n int) []uint64{
+		"random": func(n int) []uint64 {
+			s := make([]uint64, n)
+			for i := range s {
+				s[i] = prefix | r.Uint64()>>(64-nbits)
+			}
+			return s
+		},
+		"sharedHighBits": func(n int) []uint64 {
+			s := make([]uint64, n)
+			for i := range s {
+				s[i] = prefix | 0x3f<<30 | r.Uint64()>>44 // bits 30-39 equal, 0-19 vary
+			}
+			return s
+		},
+		"clusters": func(n int) []uint64 {
+			s := make([]uint64, n)
+			for i := range s {
+				// 4 clusters: every key of a cluster falls in one sub-bucket.
+				s[i] = prefix | uint64(r.IntN(4))<<36 | uint64(r.IntN(1000))
+			}
+			return s
+		},
+		"equalRuns": func(n int) []uint64 {
+			s := make([]uint64, n)
+			for i := range s {
+				s[i] = prefix | uint64(r.IntN(3))<<20
+			}
+			return s
+		},
+	}
+	for name, gen := range inputs {
+		for _, n := range []int{radixInsertion + 1, 100, 1000, 5000, radixLSDMax} {
+			for _, toOther := range []bool{false, true} {
+				keys := gen(n)
+				want := slices.Clone(keys)
+				slices.Sort(want)
+
+				data, other := slices.Clone(keys), make([]uint64, n)
+				radixRec(nil, data, other, nbits, toOther)
+				got := data
+				if toOther {
+					got = other
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("radixRec %s/n%d/toOther=%v: not sorted", name, n, toOther)
+				}
+
+				recs := make([]radixKV[int], n)
+				for i, k := range keys {
+					recs[i] = radixKV[int]{k, i}
+				}
+				wantRecs := slices.Clone(recs)
+				slices.SortStableFunc(wantRecs, func(a, b radixKV[int]) int { return cmp.Compare(a.k, b.k) })
+				kother := make([]radixKV[int], n)
+				radixRecKV(nil, recs, kother, nbits, toOther)
+				gotRecs := recs
+				if toOther {
+					gotRecs = kother
+				}
+				if !slices.Equal(gotRecs, wantRecs) {
+					t.Fatalf("radixRecKV %s/n%d/toOther=%v: not the stable order", name, n, toOther)
+				}
+			}
+		}
+	}
+}

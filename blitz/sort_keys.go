@@ -3,6 +3,7 @@ package blitz
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"reflect"
 	"unsafe"
 )
@@ -17,12 +18,13 @@ import (
 // equal keys, in parallel. key is called exactly once per element, in parallel, so it must
 // be safe for concurrent use.
 //
-// The keys are sorted by a parallel radix sort with their indices, and the elements are
-// then moved into place through a buffer of len(s) elements: the work per element does not
-// grow with log(len(s)) as a comparison sort's does. Inputs already sorted by key are
-// detected after the extraction and left alone; small inputs are sorted the same way,
-// sequentially. A panic in key is re-raised (as *PanicError when it happened in a parallel task) and leaves
-// s unchanged.
+// The keys are sorted by a parallel radix sort: elements of up to 32 bytes travel with
+// their keys in (key, element) records (two buffers of len(s) records), larger ones are
+// represented by their indices and moved into place afterwards through a buffer of len(s)
+// elements. The work per element does not grow with log(len(s)) as a comparison sort's
+// does. Inputs already sorted by key are detected after the extraction and left alone;
+// small inputs are sorted the same way, sequentially. A panic in key is re-raised (as
+// *PanicError when it happened in a parallel task) and leaves s unchanged.
 func SortStableByKey[T any, K cmp.Ordered](s []T, key func(T) K, opts ...Option) {
 	if key == nil {
 		parNil("SortStableByKey", "key")
@@ -65,11 +67,18 @@ func sortByKey[T any, K cmp.Ordered](s []T, key func(T) K, stable bool, opts []O
 // records when elements are small (the sort then streams through memory), else of (key,
 // index) records followed by a gather of the elements (one random read per element, which
 // costs less than moving a large element in every radix pass).
+//
+// Large inputs of small elements take sortCarried, which crosses memory three times.
 func sortByNumericKey[T any, K cmp.Ordered](c parCall, s []T, m func(K) uint64, key func(T) K, stable bool) {
 	n := len(s)
-	cf := sortAux(c, n)
 	var z T
+	if unsafe.Sizeof(z) <= sortCarryMax && !c.seq && n >= 2*radixParMin {
+		sortCarried(c, s, func(v T) uint64 { return m(key(v)) }, stable)
+		return
+	}
+	cf := sortAux(c, n)
 	if unsafe.Sizeof(z) <= sortCarryMax {
+		// A small input: (key, element) records, sorted in cache.
 		recs, release := kvScratch[T](2 * n)
 		defer release()
 		a, buf := recs[:n], recs[n:]
@@ -78,8 +87,6 @@ func sortByNumericKey[T any, K cmp.Ordered](c parCall, s []T, m func(K) uint64, 
 				a[i] = radixKV[T]{m(key(s[i])), s[i]}
 			}
 		})
-		rec := int64(unsafe.Sizeof(a[0]))
-		radixTraffic.Add(int64(n) * (int64(unsafe.Sizeof(z)) + rec))
 		switch radixKVPresorted(a, stable) {
 		case 1:
 			return
@@ -87,13 +94,10 @@ func sortByNumericKey[T any, K cmp.Ordered](c parCall, s []T, m func(K) uint64, 
 			parReverse(c, s)
 			return
 		}
-		radixSortKV(c, a, buf)
-		parFor(cf, n, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				s[i] = a[i].v
-			}
-		})
-		radixTraffic.Add(int64(n) * (int64(unsafe.Sizeof(z)) + rec))
+		radixRecKV(nil, a, buf, 64, false)
+		for i := range s {
+			s[i] = a[i].v
+		}
 		return
 	}
 	recs, release := kvScratch[uint32](2 * n)
@@ -114,6 +118,143 @@ func sortByNumericKey[T any, K cmp.Ordered](c parCall, s []T, m func(K) uint64, 
 	}
 	radixSortKV(c, a, buf)
 	sortGather(c, s, a, func(i *uint32) int { return int(*i) })
+}
+
+// sortCarried sorts s by keyOf(element) (called once per element, in parallel) with the
+// radix sort of (key, element) records, in parallel; len(s) >= 2*radixParMin.
+//
+// The first pass extracts the keys into a buffer of uint64 (8 bytes per element, not a
+// whole record) and counts their first digit; the scatter then reads each key and its
+// element and writes the record into its bucket; every bucket is sorted in cache and its
+// elements copied into s (radixBucketsOut). For 16-byte elements: 24 + 48 + 40 = 112 bytes
+// moved per element, and scratch of 32 bytes per element (keys and records).
+func sortCarried[T any](c parCall, s []T, keyOf func(T) uint64, stable bool) {
+	n := len(s)
+	keys, buf, release := carriedScratch[T](n)
+	defer release()
+	width := min(radixTopWidth(n, int(unsafe.Sizeof(radixKV[T]{}))), radixTopMaxKV)
+	size := max((n+4*c.workers-1)/(4*c.workers), 1<<12)
+	nc := (n + size - 1) / size
+	diffs := make([]uint64, nc)
+	nd := 1 << width
+	counts := make([]int, nc*nd)
+	shift := 64 - width
+	// The first pass runs user code (keyOf) and only writes keys: a panic leaves s as it was.
+	parChunks(c, n, size, func(ci, lo, hi int) {
+		hist := counts[ci*nd : (ci+1)*nd]
+		w := keys[lo:hi]
+		for i := range w {
+			w[i] = keyOf(s[lo+i])
+		}
+		k0 := w[0]
+		var d uint64
+		for _, x := range w {
+			d |= x ^ k0
+			hist[x>>shift]++
+		}
+		diffs[ci] = d
+	})
+	esz := int64(unsafe.Sizeof(s[0]))
+	radixTraffic.Add(int64(n) * (esz + 8))
+	switch radixKeysPresorted(keys, stable) {
+	case 1:
+		return
+	case -1:
+		parReverse(c, s)
+		return
+	}
+	var diff uint64
+	for ci, d := range diffs {
+		diff |= d | (keys[ci*size] ^ keys[0])
+	}
+	// diff != 0: all-equal keys are non-decreasing, which returned above.
+	mask := uint64(nd - 1)
+	if vary := uint(bits.Len64(diff)); vary < 64 {
+		width = min(width, vary)
+		shift = vary - width
+		nd = 1 << width
+		mask = uint64(nd - 1)
+		counts = counts[:nc*nd]
+		clear(counts)
+		parChunks(c, n, size, func(ci, lo, hi int) {
+			hist := counts[ci*nd : (ci+1)*nd]
+			for _, x := range keys[lo:hi] {
+				hist[(x>>shift)&mask]++
+			}
+		})
+		radixTraffic.Add(int64(n) * 8)
+	}
+	starts := make([]int, nd+1)
+	t := 0
+	for d := range nd {
+		starts[d] = t
+		for ci := range nc {
+			k := counts[ci*nd+d]
+			counts[ci*nd+d] = t
+			t += k
+		}
+	}
+	starts[nd] = n
+	parChunks(c, n, size, func(ci, lo, hi int) {
+		off := counts[ci*nd : (ci+1)*nd]
+		for i := lo; i < hi; i++ {
+			x := keys[i]
+			d := (x >> shift) & mask
+			buf[off[d]] = radixKV[T]{x, s[i]}
+			off[d]++
+		}
+	})
+	rec := int64(unsafe.Sizeof(buf[0]))
+	radixTraffic.Add(int64(n) * (8 + esz + rec)) // the scatter
+	radixTraffic.Add(int64(n) * (rec + esz))     // the buckets: read, then copied into s
+	// Until here s was only read. The bucket phase runs no user code: its Call is refused
+	// before it starts (s intact) or runs to the end.
+	radixBucketsOut(c, buf, starts, shift,
+		func(lo, hi int) []radixKV[T] { return make([]radixKV[T], hi-lo) },
+		func(lo, hi int, recs []radixKV[T]) {
+			w := s[lo:hi]
+			for i := range w {
+				w[i] = recs[i].v
+			}
+		})
+}
+
+// carriedScratch returns sortCarried's buffers, n keys and n records, and the function
+// that gives them back: one cached radix buffer for both when the records hold no pointers
+// (the garbage collector may not see pointers in it), else the keys from the cache and new
+// records.
+func carriedScratch[T any](n int) ([]uint64, []radixKV[T], func()) {
+	var r radixKV[T]
+	sz := unsafe.Sizeof(r) // a multiple of 8: the record starts with a uint64
+	if !stablePointerFree(reflect.TypeFor[radixKV[T]]()) || unsafe.Alignof(r) > 8 {
+		keys, release := radixBuffer[uint64](n)
+		return keys, make([]radixKV[T], n), release
+	}
+	words, release := radixBuffer[uint64](n + n*int(sz/8))
+	recs := unsafe.Slice((*radixKV[T])(unsafe.Pointer(unsafe.SliceData(words[n:]))), n)
+	return words[:n], recs, release
+}
+
+// radixKeysPresorted is radixKVPresorted for bare keys.
+func radixKeysPresorted(k []uint64, stable bool) int {
+	i := 1
+	for i < len(k) && k[i] >= k[i-1] {
+		i++
+	}
+	if i == len(k) {
+		return 1
+	}
+	if stable {
+		for i = 1; i < len(k) && k[i] < k[i-1]; i++ {
+		}
+	} else {
+		for i = 1; i < len(k) && k[i] <= k[i-1]; i++ {
+		}
+	}
+	if i == len(k) {
+		return -1
+	}
+	return 0
 }
 
 // sortCarryMax is the largest element that the keyed sorts carry in their radix records;

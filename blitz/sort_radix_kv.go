@@ -2,6 +2,8 @@ package blitz
 
 import (
 	"math/bits"
+	"reflect"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -39,7 +41,7 @@ func radixSortKV[V any](c parCall, a, buf []radixKV[V]) {
 		return
 	}
 	k0 := a[0].k
-	width := radixTopWidth(n, int(rec))
+	width := min(radixTopWidth(n, int(rec)), radixTopMaxKV)
 	size := max((n+4*c.workers-1)/(4*c.workers), 1<<12)
 	nc := (n + size - 1) / size
 	diffs := make([]uint64, nc)
@@ -102,16 +104,56 @@ func radixSortKV[V any](c parCall, a, buf []radixKV[V]) {
 	radixTraffic.Add(4 * int64(n) * rec) // the scatter, then the buckets back into a
 	c.pool.Call(func(t *Task) {
 		radixBuckets(t, 0, nd, func(t *Task, d int) {
-			b, e := starts[d], starts[d+1]
-			if e > b {
+			if b, e := starts[d], starts[d+1]; e > b {
 				radixRecKV(t, buf[b:e], a[b:e], shift, true)
 			}
 		})
 	})
 }
 
+// radixBucketsOut sorts the buckets buf[starts[d]:starts[d+1]] (stably, in parallel; the
+// keys of a bucket are equal at and above bit nbits) and hands each bucket's sorted records
+// to done. A bucket small enough for the cache is sorted into a scratch buffer that each
+// worker reuses, so it stays in cache: done copies out of it, and nothing is written back
+// to memory but what done writes. A larger bucket (skewed keys) is sorted, with parallel
+// sub-buckets, into big(lo, hi), a slice of its length that the caller provides.
+func radixBucketsOut[V any](c parCall, buf []radixKV[V], starts []int, nbits uint,
+	big func(lo, hi int) []radixKV[V], done func(lo, hi int, recs []radixKV[V])) {
+	nd := len(starts) - 1
+	avg := starts[nd] / nd
+	var scratch sync.Pool
+	ptrs := !stablePointerFree(reflect.TypeFor[radixKV[V]]())
+	c.pool.Call(func(t *Task) {
+		radixBuckets(t, 0, nd, func(t *Task, d int) {
+			b, e := starts[d], starts[d+1]
+			switch {
+			case e == b:
+			case e-b > radixLSDMax:
+				w := big(b, e)
+				radixRecKV(t, buf[b:e], w, nbits, true)
+				done(b, e, w)
+			default:
+				sp, _ := scratch.Get().(*[]radixKV[V])
+				if sp == nil || cap(*sp) < e-b {
+					w := make([]radixKV[V], max(e-b, 2*avg))
+					sp = &w
+				}
+				w := (*sp)[:e-b]
+				radixRecKV(nil, buf[b:e], w, nbits, true)
+				done(b, e, w)
+				if ptrs {
+					clear(w) // no stale pointers kept alive by the pool
+				}
+				scratch.Put(sp)
+			}
+		})
+	})
+}
+
 // radixRecKV is radixRec for records, stable: it sorts data by k, whose bits at and above
-// nbits are all equal; the result ends in other if toOther, else in data.
+// nbits are all equal; the result ends in other if toOther, else in data. Every step keeps
+// equal keys in input order: the count and scatter walk data in order, and the insertion
+// sort moves a record only past strictly greater keys.
 func radixRecKV[V any](t *Task, data, other []radixKV[V], nbits uint, toOther bool) {
 	n := len(data)
 	if nbits == 0 { // every key of the bucket is equal
@@ -124,10 +166,41 @@ func radixRecKV[V any](t *Task, data, other []radixKV[V], nbits uint, toOther bo
 		radixInsertKV(data, other, toOther)
 		return
 	}
+	if n > radixLSDMax {
+		k0 := data[0].k
+		var diff uint64
+		for i := range data {
+			diff |= data[i].k ^ k0
+		}
+		if diff == 0 {
+			if toOther {
+				copy(other, data)
+			}
+			return
+		}
+		radixWideKV(t, data, other, uint(bits.Len64(diff)), toOther)
+		return
+	}
+	// As in radixRec: one narrow pass, then one insertion sort over the whole bucket.
+	vary := nbits
+	width := min(uint(max(bits.Len(uint(n))-1, 2)), radixSubMax, vary)
+	var off []int32
+	if width <= 8 {
+		var small [256]int32
+		off = small[:]
+	} else {
+		var big [1 << radixSubMax]int32
+		off = big[:]
+	}
+	shift := vary - width
+	mask := uint64(1)<<width - 1
+	nd := 1 << width
 	k0 := data[0].k
 	var diff uint64
 	for i := range data {
-		diff |= data[i].k ^ k0
+		x := data[i].k
+		diff |= x ^ k0
+		off[(x>>shift)&mask]++
 	}
 	if diff == 0 {
 		if toOther {
@@ -135,18 +208,16 @@ func radixRecKV[V any](t *Task, data, other []radixKV[V], nbits uint, toOther bo
 		}
 		return
 	}
-	vary := uint(bits.Len64(diff))
-	if n > radixLSDMax {
-		radixWideKV(t, data, other, vary, toOther)
-		return
-	}
-	width := min(uint(max(bits.Len(uint(n))-2, 2)), radixSubMax, vary)
-	shift := vary - width
-	mask := uint64(1)<<width - 1
-	nd := 1 << width
-	var off [1 << radixSubMax]int32
-	for i := range data {
-		off[(data[i].k>>shift)&mask]++
+	if v := uint(bits.Len64(diff)); v < vary && off[(k0>>shift)&mask] == int32(n) {
+		clear(off[:nd])
+		vary = v
+		width = min(width, vary)
+		shift = vary - width
+		mask = uint64(1)<<width - 1
+		nd = 1 << width
+		for i := range data {
+			off[(data[i].k>>shift)&mask]++
+		}
 	}
 	s := int32(0)
 	for d := range nd {
@@ -160,17 +231,12 @@ func radixRecKV[V any](t *Task, data, other []radixKV[V], nbits uint, toOther bo
 	b := int32(0)
 	for d := range nd {
 		e := off[d]
-		switch e - b {
-		case 0:
-		case 1:
-			if !toOther {
-				data[b] = other[b]
-			}
-		default:
-			radixRecKV(nil, other[b:e], data[b:e], shift, !toOther)
+		if e-b > radixInsertion {
+			radixRecKV(nil, other[b:e], data[b:e], shift, false)
 		}
 		b = e
 	}
+	radixInsertKV(other, data, !toOther)
 }
 
 // radixWideKV is radixWide for records.
