@@ -131,7 +131,7 @@ func (rf *ringFiles) start(d *ioDriver, refs *fileRefs, fd int, write, full bool
 	op.mu.Lock()
 	op.state, op.write, op.full, op.fd, op.off = ringPending, write, full, fd, off
 	op.buf, op.n, op.err, op.refs, op.drv = buf, 0, nil, refs, d
-	d.live.Add(1) // the driver polls while operations are in flight
+	d.addLive() // the driver polls while operations are in flight
 	err := op.submitLocked(tok)
 	op.mu.Unlock()
 	if err != nil {

@@ -44,7 +44,13 @@ type ioDriver struct {
 	closed bool
 	// closing holds the sockets shutdown has still to close.
 	closing []*scheduledIO
-	live    atomic.Int64
+	// live counts registered descriptors and io_uring operations in flight. While it is
+	// zero no worker parks inside the poller: each parks on its channel, which a new task
+	// wakes with a channel send instead of a system call. The registration or operation
+	// that makes it non-zero calls activate, which wakes a parked worker so that it parks
+	// again inside the poller.
+	live     atomic.Int64
+	activate func()
 }
 
 const ioEventBatch = 256
@@ -90,8 +96,8 @@ func (d *ioDriver) register(fd int) (*scheduledIO, error) {
 		return nil, err
 	}
 	d.slots[idx] = s
-	d.live.Add(1)
 	d.mu.Unlock()
+	d.addLive()
 	return s, nil
 }
 
@@ -165,6 +171,14 @@ func wakeIO(buf []Waker) []Waker {
 		clear(buf)
 	}
 	return buf[:0]
+}
+
+// addLive counts one more registration or operation in flight; the first one wakes a
+// worker into the poller (see live).
+func (d *ioDriver) addLive() {
+	if d.live.Add(1) == 1 && d.activate != nil {
+		d.activate()
+	}
 }
 
 // pollNow is the between-tasks poll: zero timeout, skipped if another goroutine polls.

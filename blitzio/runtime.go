@@ -196,6 +196,14 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	rt.startOffset = rt.start.Sub(procStart)
 	rt.timerDriver.Store(-1)
+	drv.activate = func() {
+		// No worker parks in the poller while nothing is registered: wake one to take
+		// that duty. A worker that set its parked bit after this load re-checks live
+		// before it sleeps (worker.park).
+		if rt.io.polling.Load() < 0 {
+			rt.notifyParked()
+		}
+	}
 	rt.timers.init()
 	rt.idle.n = int32(cfg.Workers)
 	rt.blocking.init(rt, cfg.MaxBlockingThreads, cfg.BlockingKeepAlive)

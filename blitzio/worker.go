@@ -303,7 +303,10 @@ func (w *worker) park() {
 	// (epoll_wait, io_uring_enter) instead of on its channel. It publishes polling
 	// before its parked bit, so a producer that clears the bit also sees that it must
 	// call Poller.Wake (Runtime.wakeIOPoller).
-	ioPoll := rt.io.pollMu.TryLock()
+	// Nothing registered (live is zero): park on the channel, which a new task wakes
+	// with a channel send rather than a system call; the first registration wakes a
+	// parked worker back into the poller (ioDriver.activate).
+	ioPoll := rt.io.live.Load() > 0 && rt.io.pollMu.TryLock()
 	if ioPoll {
 		rt.io.polling.Store(int32(w.id))
 	}
@@ -315,7 +318,12 @@ func (w *worker) park() {
 		}
 	}
 	rt.idle.setParked(w.id)
-	if rt.closed.Load() || rt.hasWork() || (!driver && rt.timers.active.Load() && rt.testClock == nil && rt.timerDriver.Load() < 0) {
+	// The re-checks after the parked bit (each pairs with a producer that writes, then
+	// reads the parked bits): a task queued, the timer duty free, or a first I/O
+	// registration made while we decided not to poll (ioDriver.activate saw no parked
+	// bit, so nobody else will wake us for it).
+	if rt.closed.Load() || rt.hasWork() || (!driver && rt.timers.active.Load() && rt.testClock == nil && rt.timerDriver.Load() < 0) ||
+		(!ioPoll && rt.io.live.Load() > 0 && rt.io.polling.Load() < 0) {
 		releaseIO()
 		if !rt.idle.clear(w.id) {
 			<-w.unpark // someone cleared our bit and counted us as searching
