@@ -57,64 +57,47 @@ var httpServers = []struct {
 const httpHeaderTimeout = 3 * time.Second
 
 // startHTTPServe serves h with blitzio's own HTTP/1.1 serving (httpserve.Server) on
-// rt: one task per connection, handlers on pooled goroutines. Like startNetHTTP, a log
-// line reporting a panic fails t.
+// rt: one task per connection, handlers on pooled goroutines.
 func startHTTPServe(t *testing.T, rt *blitzio.Runtime, h http.Handler) (string, func()) {
 	t.Helper()
-	l, err := blitzio.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatalf("ListenTCP: %v", err)
-	}
+	l := listenLoopback(t)
 	addr := l.Addr().String()
 	logs := &lockedBuffer{}
 	srv := &httpserve.Server{Handler: h, ReadHeaderTimeout: httpHeaderTimeout, ErrorLog: log.New(logs, "", 0)}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(rt, l) }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		ctx, cancel := context.WithTimeout(context.Background(), netStopLimit)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("httpserve.Server.Shutdown: %v; goroutines:\n%s", err, stacks())
-			srv.Close()
-		}
-		select {
-		case err := <-served:
-			if !errors.Is(err, http.ErrServerClosed) {
-				t.Errorf("httpserve.Server.Serve returned %v, want http.ErrServerClosed", err)
-			}
-		case <-time.After(netStopLimit):
-			t.Errorf("httpserve.Server.Serve did not return %v after Shutdown; goroutines:\n%s", netStopLimit, stacks())
-		}
-		if s := logs.String(); strings.Contains(s, "panic") {
-			t.Errorf("server log:\n%s", s)
-		} else if s != "" {
-			t.Logf("server log (expected entries for the clients that misbehave):\n%s", firstLines(s, 10))
-		}
-	}
-	t.Cleanup(stop)
-	return addr, stop
+	return addr, serveUntilStopped(t, "httpserve.Server", func() error { return srv.Serve(rt, l) },
+		srv.Shutdown, srv.Close, logs)
 }
 
 // startNetHTTP serves h with an http.Server whose listener is stream.NewTCPListener
 // over a blitzio.TCPListener on rt: every connection is a stream.Conn served by rt's
-// I/O driver. The server's error log is kept; a line that reports an accept error or a
-// panic in a handler fails t.
+// I/O driver.
 func startNetHTTP(t *testing.T, rt *blitzio.Runtime, h http.Handler) (string, func()) {
+	t.Helper()
+	ln := stream.NewTCPListener(rt, listenLoopback(t))
+	logs := &lockedBuffer{}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: httpHeaderTimeout, ErrorLog: log.New(logs, "", 0)}
+	return ln.Addr().String(), serveUntilStopped(t, "http.Server", func() error { return srv.Serve(ln) },
+		srv.Shutdown, srv.Close, logs)
+}
+
+func listenLoopback(t *testing.T) *blitzio.TCPListener {
 	t.Helper()
 	l, err := blitzio.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatalf("ListenTCP: %v", err)
 	}
-	ln := stream.NewTCPListener(rt, l)
-	logs := &lockedBuffer{}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: httpHeaderTimeout, ErrorLog: log.New(logs, "", 0)}
+	return l
+}
+
+// serveUntilStopped runs serve on a goroutine and returns the stop function of a
+// startHTTP: a graceful shutdown bounded by netStopLimit (Close after it fails), then
+// serve must return http.ErrServerClosed. The server's error log is kept; a line that
+// reports an accept error or a panic in a handler fails t. A test that fails part way
+// still stops the server (t.Cleanup).
+func serveUntilStopped(t *testing.T, name string, serve func() error, shutdown func(context.Context) error,
+	closeNow func() error, logs *lockedBuffer) func() {
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- serve() }()
 	stopped := false
 	stop := func() {
 		if stopped {
@@ -123,17 +106,17 @@ func startNetHTTP(t *testing.T, rt *blitzio.Runtime, h http.Handler) (string, fu
 		stopped = true
 		ctx, cancel := context.WithTimeout(context.Background(), netStopLimit)
 		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("http.Server.Shutdown: %v; goroutines:\n%s", err, stacks())
-			srv.Close()
+		if err := shutdown(ctx); err != nil {
+			t.Errorf("%s.Shutdown: %v; goroutines:\n%s", name, err, stacks())
+			closeNow()
 		}
 		select {
 		case err := <-served:
 			if !errors.Is(err, http.ErrServerClosed) {
-				t.Errorf("http.Server.Serve returned %v, want http.ErrServerClosed", err)
+				t.Errorf("%s.Serve returned %v, want http.ErrServerClosed", name, err)
 			}
 		case <-time.After(netStopLimit):
-			t.Errorf("http.Server.Serve did not return %v after Shutdown; goroutines:\n%s", netStopLimit, stacks())
+			t.Errorf("%s.Serve did not return %v after Shutdown; goroutines:\n%s", name, netStopLimit, stacks())
 		}
 		if s := logs.String(); strings.Contains(s, "Accept error") || strings.Contains(s, "panic") {
 			t.Errorf("server log:\n%s", s)
@@ -141,8 +124,8 @@ func startNetHTTP(t *testing.T, rt *blitzio.Runtime, h http.Handler) (string, fu
 			t.Logf("server log (expected entries for the clients that misbehave):\n%s", firstLines(s, 10))
 		}
 	}
-	t.Cleanup(stop) // a test that fails part way still stops the server
-	return ln.Addr().String(), stop
+	t.Cleanup(stop)
+	return stop
 }
 
 // lockedBuffer is a bytes.Buffer for concurrent writers (a server's error log).
