@@ -3,16 +3,14 @@
 package main
 
 import (
-	"bufio"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blitzgo/blitz/blitzio/examples/internal/runex"
 )
 
 // TestEchoServerGracefulStop builds and starts the server on a free port, echoes over
@@ -20,40 +18,8 @@ import (
 // connections are refused, the open one is still served, and the process exits 0 once
 // it closes.
 func TestEchoServerGracefulStop(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "echo")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-grace", "20s")
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(stdout)
-	out := make(chan string, 16)
-	go func() {
-		for lines.Scan() {
-			out <- lines.Text()
-		}
-		close(out)
-	}()
-	next := func() string {
-		select {
-		case l := <-out:
-			return l
-		case <-time.After(30 * time.Second):
-			t.Fatal("watchdog: the server printed nothing for 30s")
-			return ""
-		}
-	}
-	first := next()
-	_, rest, ok := strings.Cut(first, "listening on ")
-	if !ok {
-		t.Fatalf("first line %q does not say where it listens", first)
-	}
-	addr, _, _ := strings.Cut(rest, " ")
+	prog := runex.Start(t, "-addr", "127.0.0.1:0", "-grace", "20s")
+	cmd, next, addr := prog.Cmd, prog.Next, prog.Addr
 
 	echo := func(c net.Conn, msg string) {
 		t.Helper()

@@ -3,57 +3,23 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blitzgo/blitz/blitzio/examples/internal/runex"
 )
 
 // TestHTTPDServesAndStops builds and starts the server on a free port, requests both
 // routes (net/http's client, keep-alive), sends SIGTERM, and checks that the process
 // says it stopped cleanly and exits 0.
 func TestHTTPDServesAndStops(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "httpd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(stdout)
-	out := make(chan string, 16)
-	go func() {
-		for lines.Scan() {
-			out <- lines.Text()
-		}
-		close(out)
-	}()
-	next := func() string {
-		select {
-		case l := <-out:
-			return l
-		case <-time.After(30 * time.Second):
-			t.Fatal("watchdog: the server printed nothing for 30s")
-			return ""
-		}
-	}
-	first := next()
-	_, rest, ok := strings.Cut(first, "listening on ")
-	if !ok {
-		t.Fatalf("first line %q does not say where it listens", first)
-	}
-	base, _, _ := strings.Cut(rest, " ")
+	prog := runex.Start(t, "-addr", "127.0.0.1:0")
+	cmd, next, base := prog.Cmd, prog.Next, prog.Addr
 
 	client := &http.Client{Timeout: 20 * time.Second}
 	resp, err := client.Get(base + "/plaintext")

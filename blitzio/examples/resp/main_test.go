@@ -6,51 +6,21 @@ import (
 	"bufio"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blitzgo/blitz/blitzio/examples/internal/runex"
 )
 
 // TestRESPServer builds and starts the server on a free port and talks RESP to it:
 // every command, pipelining, an inline command, a protocol error, an expiry, redis-cli
 // when it is installed, and a clean stop on SIGTERM.
 func TestRESPServer(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "resp")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(stdout)
-	next := func() string {
-		got := make(chan string, 1)
-		go func() {
-			if lines.Scan() {
-				got <- lines.Text()
-			}
-			close(got)
-		}()
-		select {
-		case l := <-got:
-			return l
-		case <-time.After(30 * time.Second):
-			t.Fatal("watchdog: the server printed nothing for 30s")
-			return ""
-		}
-	}
-	_, addr, ok := strings.Cut(next(), "listening on ")
-	if !ok {
-		t.Fatal("the server did not say where it listens")
-	}
+	prog := runex.Start(t, "-addr", "127.0.0.1:0")
+	cmd, next, addr := prog.Cmd, prog.Next, prog.Addr
 
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
