@@ -151,6 +151,9 @@ func TestEpollTimeoutBothModes(t *testing.T) {
 
 // Waiting through the netpoller allocates nothing per Poll.
 func TestEpollNetpollWaitAllocs(t *testing.T) {
+	if epollRaceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
 	p := newEpoll(t).(*epoll)
 	if p.file == nil {
 		t.Skip("the runtime refused the epoll descriptor")
