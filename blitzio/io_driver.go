@@ -15,9 +15,12 @@ import (
 //
 // Who polls: a worker that runs out of tasks, and every few scheduler ticks a busy one,
 // polls without waiting (turn with timeout 0, under a try-lock: if another worker is
-// polling, skip). A worker that parks and wins the try-lock blocks in the Poller instead
+// polling, skip). A worker that parks and wins the try-lock waits in the Poller instead
 // of on its channel, with the next timer deadline as timeout; producers that unpark it
-// call Poller.Wake (see Runtime.unparkOne).
+// call Poller.Wake (see Runtime.unparkOne). The epoll Poller waits as a parked goroutine
+// on Go's own netpoller (its epoll descriptor is registered there), not in a blocking
+// epoll_wait: see poller.NewEpoll. The ready tasks a worker finds go to its own queue
+// (wakeIO).
 //
 // Tokens: slot index in the low 32 bits, slot generation (>= 1) in the high 32 bits. A
 // slot's generation moves on every time it is freed, so an event still queued for a

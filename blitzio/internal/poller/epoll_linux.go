@@ -59,7 +59,10 @@ type epoll struct {
 	closeErr  error
 }
 
-// NewEpoll opens an epoll instance and its wake-up eventfd.
+// NewEpoll opens an epoll instance and its wake-up eventfd. A Poll that waits parks its
+// goroutine on Go's netpoller until the epoll descriptor is readable, instead of
+// blocking its thread in epoll_wait (see the epoll type); if the Go runtime refuses the
+// descriptor, Poll blocks in epoll_wait.
 func NewEpoll() (Poller, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
