@@ -24,7 +24,10 @@ func init() {
 		netload.Server{Name: "blitzio/io_uring", Start: startBlitzioEcho(blitzio.BackendIOUring)},
 		netload.Server{Name: "blitzio/epoll", Start: startBlitzioEcho(blitzio.BackendEpoll)},
 	)
-	udpServers = append(udpServers, netload.Server{Name: "blitzio", Start: startBlitzioUDPEcho})
+	udpServers = append(udpServers,
+		netload.Server{Name: "blitzio/io_uring", Start: startBlitzioUDPEcho(blitzio.BackendIOUring)},
+		netload.Server{Name: "blitzio/epoll", Start: startBlitzioUDPEcho(blitzio.BackendEpoll)},
+	)
 	adapterEchoServers = append(adapterEchoServers, netload.Server{Name: "blitzio-adapter", Start: startAdapterEcho})
 	// A variant of blitzio's own HTTP server (httpserve, first in the list: see
 	// suite_http_blitzio.go): net/http serving over blitzio's net.Listener adapter.
@@ -52,11 +55,12 @@ func listenTCP(addr string) (*blitzio.TCPListener, error) {
 // while it has bytes to echo, so an idle connection holds none.
 var echoBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 
-// echoConn is one connection's task: read what arrives, write it back, repeat.
+// echoConn is one connection's task: read what arrives, write it back, repeat. It is
+// 24 bytes (offsets as int32, the buffers are 16 KiB): one per connection.
 type echoConn struct {
 	s        *blitzio.TCPStream
 	buf      *[]byte
-	off, end int
+	off, end int32
 }
 
 func (c *echoConn) Poll(cx *blitzio.Context) (struct{}, bool) {
@@ -70,7 +74,7 @@ func (c *echoConn) Poll(cx *blitzio.Context) (struct{}, bool) {
 				if r.Err != nil {
 					return c.finish()
 				}
-				c.off += r.Value
+				c.off += int32(r.Value)
 			}
 			echoBufs.Put(c.buf)
 			c.buf = nil
@@ -85,7 +89,7 @@ func (c *echoConn) Poll(cx *blitzio.Context) (struct{}, bool) {
 			echoBufs.Put(buf)
 			return c.finish()
 		}
-		c.buf, c.off, c.end = buf, 0, r.Value
+		c.buf, c.off, c.end = buf, 0, int32(r.Value)
 	}
 }
 
@@ -144,41 +148,76 @@ func startBlitzioEcho(b blitzio.Backend) netload.StartFunc {
 	}
 }
 
-func startBlitzioUDPEcho(addr string) (string, func() error, error) {
-	rt, err := benchRuntime(blitzio.BackendAuto)
-	if err != nil {
-		return "", nil, err
-	}
-	ua, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		rt.Close()
-		return "", nil, err
-	}
-	c, err := blitzio.ListenUDP("udp", ua)
-	if err != nil {
-		rt.Close()
-		return "", nil, err
-	}
-	h := blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
-		buf := make([]byte, 64<<10)
-		for {
-			r := blitzio.Await(co, c.RecvFrom(buf))
+// udpEcho is the UDP echo task: receive a datagram, send it back to its sender, with
+// the poll forms that take the address as a netip.AddrPort (nothing allocated per
+// datagram). Its result is the error that stopped it (nil for a closed socket).
+type udpEcho struct {
+	c       *blitzio.UDPConn
+	buf     []byte
+	pending blitzio.AddrPortDatagram
+	sending bool
+}
+
+func (u *udpEcho) Poll(cx *blitzio.Context) (error, bool) {
+	for {
+		if !u.sending {
+			r, ok := u.c.PollRecvFromAddrPort(cx, u.buf)
+			if !ok {
+				return nil, false
+			}
 			if r.Err != nil {
 				if errors.Is(r.Err, net.ErrClosed) {
-					return nil
+					return nil, true
 				}
-				return r.Err
+				return r.Err, true
 			}
-			// A failed send is a lost datagram, which UDP allows; the client counts it.
-			blitzio.Await(co, c.SendTo(buf[:r.Value.N], r.Value.From))
+			u.pending, u.sending = r.Value, true
 		}
-	}))
-	stop := func() error {
-		c.Close()
-		r, err := h.Wait()
-		return errors.Join(r, err, rt.Close())
+		r, ok := u.c.PollSendToAddrPort(cx, u.buf[:u.pending.N], u.pending.From)
+		if !ok {
+			return nil, false
+		}
+		u.sending = false
+		if r.Err != nil && errors.Is(r.Err, net.ErrClosed) {
+			return nil, true
+		}
+		// Any other failed send is a lost datagram, which UDP allows; the client counts it.
 	}
-	return c.LocalAddr().String(), stop, nil
+}
+
+func startBlitzioUDPEcho(b blitzio.Backend) netload.StartFunc {
+	return func(addr string) (string, func() error, error) {
+		rt, err := benchRuntime(b)
+		if err != nil {
+			return "", nil, err
+		}
+		ua, err := net.ResolveUDPAddr("udp", addr)
+		if err != nil {
+			rt.Close()
+			return "", nil, err
+		}
+		c, err := blitzio.ListenUDP("udp", ua)
+		if err != nil {
+			rt.Close()
+			return "", nil, err
+		}
+		// One echo task per worker on the one socket, as the net server runs one
+		// goroutine per P.
+		hs := make([]blitzio.JoinHandle[error], rt.Workers())
+		for i := range hs {
+			hs[i] = blitzio.Spawn(rt, &udpEcho{c: c, buf: make([]byte, 64<<10)})
+		}
+		stop := func() error {
+			c.Close()
+			var errs []error
+			for _, h := range hs {
+				r, err := h.Wait()
+				errs = append(errs, r, err)
+			}
+			return errors.Join(append(errs, rt.Close())...)
+		}
+		return c.LocalAddr().String(), stop, nil
+	}
 }
 
 // startOnAdapter starts a runtime and a TCP listener on addr, and hands the listener,

@@ -3,6 +3,7 @@
 package blitzio
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -246,37 +247,33 @@ func BenchmarkAcceptConnect(b *testing.B) {
 	})
 }
 
-// udpEchoTask echoes datagrams with the poll forms of the futures' operations (one
-// RecvFrom and one SendTo future per datagram would allocate).
+// udpEchoTask echoes datagrams with the AddrPort poll forms: nothing allocated per
+// datagram.
 type udpEchoTask struct {
-	c    *UDPConn
-	buf  []byte
-	recv Future[Result[Datagram[*net.UDPAddr]]]
-	send Future[Result[int]]
+	c       *UDPConn
+	buf     []byte
+	pending AddrPortDatagram
+	sending bool
 }
 
 func (u *udpEchoTask) Poll(cx *Context) (struct{}, bool) {
 	for {
-		if u.send == nil {
-			if u.recv == nil {
-				u.recv = u.c.RecvFrom(u.buf)
-			}
-			r, ok := u.recv.Poll(cx)
+		if !u.sending {
+			r, ok := u.c.PollRecvFromAddrPort(cx, u.buf)
 			if !ok {
 				return struct{}{}, false
 			}
-			u.recv = nil
 			if r.Err != nil {
 				return struct{}{}, true
 			}
-			u.send = u.c.SendTo(u.buf[:r.Value.N], r.Value.From)
+			u.pending, u.sending = r.Value, true
 		}
-		r, ok := u.send.Poll(cx)
+		r, ok := u.c.PollSendToAddrPort(cx, u.buf[:u.pending.N], u.pending.From)
 		if !ok {
 			return struct{}{}, false
 		}
-		u.send = nil
-		if r.Err != nil {
+		u.sending = false
+		if r.Err != nil && errors.Is(r.Err, net.ErrClosed) {
 			return struct{}{}, true
 		}
 	}

@@ -15,9 +15,12 @@ import (
 //
 // Who polls: a worker that runs out of tasks, and every few scheduler ticks a busy one,
 // polls without waiting (turn with timeout 0, under a try-lock: if another worker is
-// polling, skip). A worker that parks and wins the try-lock blocks in the Poller instead
+// polling, skip). A worker that parks and wins the try-lock waits in the Poller instead
 // of on its channel, with the next timer deadline as timeout; producers that unpark it
-// call Poller.Wake (see Runtime.unparkOne).
+// call Poller.Wake (see Runtime.unparkOne). The epoll Poller waits as a parked goroutine
+// on Go's own netpoller (its epoll descriptor is registered there), not in a blocking
+// epoll_wait: see poller.NewEpoll. The ready tasks a worker finds go to its own queue
+// (wakeIO).
 //
 // Tokens: slot index in the low 32 bits, slot generation (>= 1) in the high 32 bits. A
 // slot's generation moves on every time it is freed, so an event still queued for a
@@ -70,7 +73,7 @@ func newIODriver(p poller.Poller, b Backend, reason string) *ioDriver {
 // state on registration), so no edge is lost, and Readable/Writable never report a
 // readiness nobody saw.
 func (d *ioDriver) register(fd int) (*scheduledIO, error) {
-	s := &scheduledIO{drv: d, fd: fd}
+	s := &scheduledIO{drv: d, fd: int32(fd)}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -121,7 +124,7 @@ func (d *ioDriver) deregister(s *scheduledIO) {
 	d.mu.RLock()
 	if !d.closed {
 		// After the poller closed its fd number may be reused: never touch it then.
-		d.p.Deregister(s.fd, s.token)
+		d.p.Deregister(int(s.fd), s.token)
 	}
 	d.mu.RUnlock()
 	d.freeSlot(s)
@@ -163,13 +166,33 @@ func (d *ioDriver) turn(timeout time.Duration, parkedWorker int, buf []Waker) []
 	return buf
 }
 
-// wakeIO wakes the waiters a turn collected (every one, even if some panic; see
-// wakeAll) and clears buf for reuse.
-func wakeIO(buf []Waker) []Waker {
-	if len(buf) > 0 {
-		wakeAll(buf)
-		clear(buf)
+// wakeIO wakes, on worker w, the waiters a turn collected, and clears buf for reuse.
+//
+// A task of w's runtime goes to the back of w's local queue, which the worker pops
+// next: a readiness found by this worker is served by this worker, the way Go's
+// netpoller hands the goroutines it readies to the P that polled. Through Waker.Wake
+// instead, every task would go through the injection queue (a lock) and be found by
+// whichever worker looks first. A push still wakes a parked worker when none is
+// searching (notifyParked), so a burst is shared. Anything else (a BlockOn, a WakerFunc, a
+// task of another runtime) is woken with wakeAll: every one, even if some panic.
+func wakeIO(w *worker, buf []Waker) []Waker {
+	if len(buf) == 0 {
+		return buf
 	}
+	rest := buf[:0] // the wakers that are not our tasks, compacted in place
+	for _, wk := range buf {
+		if h, ok := wk.t.(*header); ok && h.rt == w.rt {
+			if h.state.wake() {
+				h.rt.schedule(h, &w.cx, true)
+			}
+			continue
+		}
+		rest = append(rest, wk)
+	}
+	if len(rest) > 0 {
+		wakeAll(rest)
+	}
+	clear(buf)
 	return buf[:0]
 }
 
@@ -181,16 +204,16 @@ func (d *ioDriver) addLive() {
 	}
 }
 
-// pollNow is the between-tasks poll: zero timeout, skipped if another goroutine polls.
-// It reports how many tasks it woke.
-func (d *ioDriver) pollNow(buf *[]Waker) int {
+// pollNow is the between-tasks poll of worker w: zero timeout, skipped if another
+// goroutine polls. It reports how many waiters it woke.
+func (d *ioDriver) pollNow(w *worker) int {
 	if d.live.Load() == 0 || !d.pollMu.TryLock() {
 		return 0
 	}
-	*buf = d.turn(0, -1, (*buf)[:0])
+	w.ioWakers = d.turn(0, -1, w.ioWakers[:0])
 	d.pollMu.Unlock()
-	n := len(*buf)
-	*buf = wakeIO(*buf)
+	n := len(w.ioWakers)
+	w.ioWakers = wakeIO(w, w.ioWakers)
 	return n
 }
 

@@ -26,9 +26,13 @@ import (
 // Stale events for a closed and reused fd never reach the new owner: the driver's token
 // for a registration carries a slot generation (see ioDriver), and an event whose token
 // does not match the slot's current owner is dropped.
+//
+// Size: there is one per open socket, so it is kept small (88 bytes, the 96-byte size
+// class, on 64-bit platforms): the descriptor is an int32, and each direction keeps its
+// first waiter inline; only a second task waiting in the same direction at once (rare:
+// one task reads a socket, one writes it) allocates the overflow lists.
 type scheduledIO struct {
 	drv   *ioDriver
-	fd    int
 	token uint64
 
 	readiness atomic.Uint64
@@ -38,11 +42,19 @@ type scheduledIO struct {
 	// itself when no operation is in flight, or the last operation to finish): an
 	// operation never runs on an fd number that was closed and reused under it.
 	refs     atomic.Int64
+	fd       int32
 	released atomic.Bool
 
-	mu      sync.Mutex
-	readers []Waker
-	writers []Waker
+	mu sync.Mutex
+	// reader and writer are the first waiter of each direction (zero: none); more holds
+	// the others, nil until a direction has two at once. Guarded by mu.
+	reader, writer Waker
+	more           *moreWaiters
+}
+
+// moreWaiters are the waiters beyond the first of each direction.
+type moreWaiters struct {
+	readers, writers []Waker
 }
 
 const (
@@ -122,23 +134,45 @@ func (s *scheduledIO) pollReady(cx *Context, d direction) (uint64, bool) {
 	return 0, false
 }
 
-func (s *scheduledIO) list(d direction) *[]Waker {
-	if d == dirRead {
-		return &s.readers
+// slots returns direction d's inline waiter and, if allocate or already there, its
+// overflow list (caller holds mu).
+func (s *scheduledIO) slots(d direction, allocate bool) (*Waker, *[]Waker) {
+	if s.more == nil && allocate {
+		s.more = new(moreWaiters)
 	}
-	return &s.writers
+	if d == dirRead {
+		if s.more == nil {
+			return &s.reader, nil
+		}
+		return &s.reader, &s.more.readers
+	}
+	if s.more == nil {
+		return &s.writer, nil
+	}
+	return &s.writer, &s.more.writers
 }
 
 func (s *scheduledIO) addWaiter(d direction, w Waker) {
 	s.mu.Lock()
-	l := s.list(d)
-	for _, o := range *l {
-		if o.WillWake(w) {
-			s.mu.Unlock()
-			return
+	first, more := s.slots(d, false)
+	if first.WillWake(w) {
+		s.mu.Unlock()
+		return
+	}
+	if more != nil {
+		for _, o := range *more {
+			if o.WillWake(w) {
+				s.mu.Unlock()
+				return
+			}
 		}
 	}
-	*l = append(*l, w)
+	if first.IsZero() {
+		*first = w
+	} else {
+		_, more = s.slots(d, true)
+		*more = append(*more, w)
+	}
 	s.mu.Unlock()
 }
 
@@ -149,33 +183,70 @@ func (s *scheduledIO) removeWaiter(d direction, w Waker) {
 		return
 	}
 	s.mu.Lock()
-	l := s.list(d)
-	for i, o := range *l {
-		if o.WillWake(w) {
-			last := len(*l) - 1
-			(*l)[i] = (*l)[last]
-			(*l)[last] = Waker{}
-			*l = (*l)[:last]
-			break
+	first, more := s.slots(d, false)
+	if first.WillWake(w) {
+		*first = Waker{}
+		if more != nil && len(*more) > 0 { // move one up, so an empty first means none
+			last := len(*more) - 1
+			*first = (*more)[last]
+			(*more)[last] = Waker{}
+			*more = (*more)[:last]
+		}
+	} else if more != nil {
+		for i, o := range *more {
+			if o.WillWake(w) {
+				last := len(*more) - 1
+				(*more)[i] = (*more)[last]
+				(*more)[last] = Waker{}
+				*more = (*more)[:last]
+				break
+			}
 		}
 	}
 	s.mu.Unlock()
+}
+
+// waiters reports how many wakers direction d holds (tests use it to see an operation
+// wait).
+func (s *scheduledIO) waiters(d direction) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first, more := s.slots(d, false)
+	n := 0
+	if !first.IsZero() {
+		n++
+	}
+	if more != nil {
+		n += len(*more)
+	}
+	return n
 }
 
 // takeWaiters appends to buf the waiters that readiness r satisfies and removes them.
 func (s *scheduledIO) takeWaiters(r poller.Ready, buf []Waker) []Waker {
 	s.mu.Lock()
 	if r&readInterest != 0 {
-		buf = append(buf, s.readers...)
-		clear(s.readers)
-		s.readers = s.readers[:0]
+		buf = s.takeLocked(dirRead, buf)
 	}
 	if r&writeInterst != 0 {
-		buf = append(buf, s.writers...)
-		clear(s.writers)
-		s.writers = s.writers[:0]
+		buf = s.takeLocked(dirWrite, buf)
 	}
 	s.mu.Unlock()
+	return buf
+}
+
+func (s *scheduledIO) takeLocked(d direction, buf []Waker) []Waker {
+	first, more := s.slots(d, false)
+	if first.IsZero() {
+		return buf // the overflow list is empty whenever the first slot is
+	}
+	buf = append(buf, *first)
+	*first = Waker{}
+	if more != nil {
+		buf = append(buf, *more...)
+		clear(*more)
+		*more = (*more)[:0]
+	}
 	return buf
 }
 
@@ -229,7 +300,7 @@ func (s *scheduledIO) release() {
 		return
 	}
 	s.drv.deregister(s)
-	closeFD(s.fd)
+	closeFD(int(s.fd))
 }
 
 // The bits a system call's EAGAIN disproves. That includes the closed bits: a read side

@@ -53,9 +53,7 @@ func pollOnceThenDrop[T any](t *testing.T, rt *Runtime, f Future[T]) {
 
 func readersOf(s *TCPStream) (r, w int) {
 	sio := s.fd.sio.Load()
-	sio.mu.Lock()
-	defer sio.mu.Unlock()
-	return len(sio.readers), len(sio.writers)
+	return sio.waiters(dirRead), sio.waiters(dirWrite)
 }
 
 func TestTCPDroppedReadConsumesNothing(t *testing.T) {
@@ -275,9 +273,7 @@ func TestTCPCloseWhileAnotherTaskWaits(t *testing.T) {
 			if s == nil {
 				return false
 			}
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			return len(s.readers) > 0
+			return s.waiters(dirRead) > 0
 		})
 		l.Close()
 		if r, err := waitHandle(t, acc); err != nil || !errors.Is(r.Err, net.ErrClosed) {

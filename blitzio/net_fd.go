@@ -29,21 +29,64 @@ var errNoRuntime = errors.New("blitzio: socket operation polled without a runtim
 // A socket made outside a task (ListenTCP, ListenUDP...) is registered lazily, by the
 // first operation polled on it, with that operation's runtime: so a listener can be
 // created before the runtime that serves it, and reads like net.ListenTCP.
+//
+// There is one per open socket, so its fields are sized to keep it in the 80-byte size
+// class on 64-bit platforms (descriptor numbers fit an int32, families and socket types
+// an int16).
 type netFD struct {
-	fd     int
-	family int
-	sotype int
+	fd     int32
+	family int16
+	sotype int16
 	net    string
-	laddr  net.Addr
-	raddr  net.Addr
+	// laddr is the local address. An accepted connection leaves it nil until someone
+	// asks (lazyLocal; see localAddr), and then it is written under bindMu.
+	laddr net.Addr
+	raddr net.Addr
 
-	bindMu sync.Mutex
-	sio    atomic.Pointer[scheduledIO]
-	closed atomic.Bool
+	bindMu    sync.Mutex
+	sio       atomic.Pointer[scheduledIO]
+	closed    atomic.Bool
+	lazyLocal bool
 }
 
 func newNetFD(fd, family, sotype int, network string) *netFD {
-	return &netFD{fd: fd, family: family, sotype: sotype, net: network}
+	return &netFD{fd: int32(fd), family: int16(family), sotype: int16(sotype), net: network}
+}
+
+// localAddr returns the local address. For an accepted TCP connection it asks the
+// kernel (getsockname) the first time and keeps the answer: most servers never ask, and
+// looking it up at every accept would cost a system call and 56 bytes per connection.
+// Once the socket is closed an address never asked for is unknown (nil), as
+// net.Conn.LocalAddr allows.
+func (fd *netFD) localAddr() net.Addr {
+	if !fd.lazyLocal {
+		return fd.laddr
+	}
+	fd.bindMu.Lock()
+	a := fd.laddr
+	fd.bindMu.Unlock()
+	if a != nil {
+		return a
+	}
+	var sa unix.Sockaddr
+	err := fd.control(func(s int) (err error) {
+		sa, err = unix.Getsockname(s)
+		return err
+	})
+	if err != nil {
+		return nil
+	}
+	ta := sockaddrToTCP(sa)
+	if ta == nil {
+		return nil
+	}
+	fd.bindMu.Lock()
+	if fd.laddr == nil { // a concurrent caller may have stored it first: keep one answer
+		fd.laddr = ta
+	}
+	a = fd.laddr
+	fd.bindMu.Unlock()
+	return a
 }
 
 // bind returns the driver state, registering the socket with cx's runtime on first use.
@@ -75,7 +118,7 @@ func (fd *netFD) bindTo(rt *Runtime) (*scheduledIO, error) {
 	if rt.closed.Load() {
 		return nil, ErrRuntimeClosed
 	}
-	s, err := rt.io.register(fd.fd)
+	s, err := rt.io.register(int(fd.fd))
 	if err != nil {
 		if errors.Is(err, errDriverClosed) {
 			return nil, ErrRuntimeClosed
@@ -97,7 +140,7 @@ func (fd *netFD) Close() error {
 	s := fd.sio.Load()
 	fd.bindMu.Unlock()
 	if s == nil {
-		closeFD(fd.fd)
+		closeFD(int(fd.fd))
 		return nil
 	}
 	s.close() // false when the runtime's shutdown closed it already: fine
@@ -114,7 +157,7 @@ func (fd *netFD) control(f func(int) error) error {
 			return net.ErrClosed
 		}
 		defer s.decref()
-		return f(s.fd)
+		return f(int(s.fd))
 	}
 	fd.bindMu.Lock()
 	defer fd.bindMu.Unlock()
@@ -127,7 +170,7 @@ func (fd *netFD) control(f func(int) error) error {
 		}
 		defer s.decref()
 	}
-	return f(fd.fd)
+	return f(int(fd.fd))
 }
 
 // ioOp is one non-blocking system call on the descriptor.
@@ -159,7 +202,7 @@ func (fd *netFD) pollIO(cx *Context, d direction, w *Waker, op ioOp) (n int, err
 		if !s.incref() {
 			return 0, net.ErrClosed, true
 		}
-		n, err = op(s.fd)
+		n, err = op(int(s.fd))
 		s.decref()
 		switch err {
 		case unix.EAGAIN:
@@ -199,9 +242,9 @@ func (fd *netFD) opError(op, sys string, err error) error {
 	if errors.As(err, &errno) && !isSyscallError(err) {
 		err = os.NewSyscallError(sys, errno)
 	}
-	src, addr := fd.laddr, fd.raddr
+	src, addr := fd.localAddr(), fd.raddr
 	if addr == nil { // a listener or an unconnected datagram socket: name the local side
-		src, addr = nil, fd.laddr
+		src, addr = nil, src
 	}
 	return &net.OpError{Op: op, Net: fd.net, Source: src, Addr: addr, Err: err}
 }

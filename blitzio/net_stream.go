@@ -144,8 +144,10 @@ func (s *TCPStream) Close() error {
 	return nil
 }
 
-// LocalAddr returns the local address.
-func (s *TCPStream) LocalAddr() net.Addr { return s.fd.laddr }
+// LocalAddr returns the local address. An accepted connection looks it up (getsockname)
+// the first time it is asked for, so that idle connections do not hold it; once the
+// connection is closed, an address never asked for is unknown and LocalAddr returns nil.
+func (s *TCPStream) LocalAddr() net.Addr { return s.fd.localAddr() }
 
 // RemoteAddr returns the peer's address.
 func (s *TCPStream) RemoteAddr() net.Addr { return s.fd.raddr }

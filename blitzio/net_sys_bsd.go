@@ -4,6 +4,7 @@ package blitzio
 
 import (
 	"net"
+	"net/netip"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -82,4 +83,24 @@ func joinGroupV4(fd int, ifi *net.Interface, g4 net.IP, join bool) error {
 // setMulticastLoopV4 sets IP_MULTICAST_LOOP, a one-byte option on the BSDs.
 func setMulticastLoopV4(fd int, on bool) error {
 	return unix.SetsockoptByte(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP, byte(boolInt(on)))
+}
+
+// recvFromAddrPort is one recvfrom(2) with the sender as a netip.AddrPort.
+func recvFromAddrPort(fd int, p []byte) (int, netip.AddrPort, error) {
+	n, sa, err := unix.Recvfrom(fd, p, 0)
+	if err != nil {
+		return n, netip.AddrPort{}, err
+	}
+	return n, sockaddrAddrPort(sa), nil
+}
+
+// sendToAddrPort sends p as one datagram to addr on a socket of family.
+func sendToAddrPort(fd int, p []byte, family int, addr netip.AddrPort, zone uint32) (int, error) {
+	var sa unix.Sockaddr
+	if family == unix.AF_INET {
+		sa = &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().Unmap().As4()}
+	} else {
+		sa = &unix.SockaddrInet6{Port: int(addr.Port()), Addr: addr.Addr().As16(), ZoneId: zone}
+	}
+	return unix.SendmsgN(fd, p, nil, sa, unix.MSG_NOSIGNAL)
 }

@@ -190,11 +190,11 @@ func (l *TCPListener) pollAccept(cx *Context, w *Waker) (Result[Accepted], bool)
 	if err != nil {
 		return Result[Accepted]{Err: l.fd.opError("accept", "accept4", err)}, true
 	}
-	c := newNetFD(nfd, l.fd.family, unix.SOCK_STREAM, l.fd.net)
+	c := newNetFD(nfd, int(l.fd.family), unix.SOCK_STREAM, l.fd.net)
 	c.raddr = sockaddrToTCP(sa)
-	if lsa, err := unix.Getsockname(nfd); err == nil {
-		c.laddr = sockaddrToTCP(lsa)
-	}
+	// The local address is looked up when first asked for (netFD.localAddr): an idle
+	// connection does not hold it, and accepting costs one system call fewer.
+	c.lazyLocal = true
 	unix.SetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	if _, err := c.bindTo(cx.rt); err != nil {
 		unix.Close(nfd)
@@ -435,7 +435,7 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 			f.addrs = f.addrs[1:]
 			continue
 		}
-		if lsa, err := unix.Getsockname(f.fd.fd); err == nil {
+		if lsa, err := unix.Getsockname(int(f.fd.fd)); err == nil {
 			f.fd.laddr = sockaddrToTCP(lsa)
 		}
 		s := &TCPStream{fd: f.fd}

@@ -131,7 +131,7 @@ func (c *UDPConn) sockaddr(addr *net.UDPAddr) (unix.Sockaddr, error) {
 	if addr == nil {
 		return nil, c.fd.opError("write", "sendmsg", errMissingAddress)
 	}
-	family := c.fd.family
+	family := int(c.fd.family)
 	ip := addr.IP
 	if family == unix.AF_INET6 && ip.To4() != nil {
 		ip = ip.To16() // a v4-mapped address on a dual-stack socket

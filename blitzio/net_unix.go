@@ -73,8 +73,8 @@ func ListenUnix(network string, laddr *net.UnixAddr) (*UnixListener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Listen(fd.fd, listenBacklog()); err != nil {
-		unix.Close(fd.fd)
+	if err := unix.Listen(int(fd.fd), listenBacklog()); err != nil {
+		unix.Close(int(fd.fd))
 		return nil, &net.OpError{Op: "listen", Net: network, Addr: laddr, Err: os.NewSyscallError("listen", err)}
 	}
 	l := &UnixListener{fd: fd}

@@ -207,9 +207,7 @@ func TestUDPOptionsBroadcastMulticast(t *testing.T) {
 		if s == nil {
 			return false
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.readers) > 0
+		return s.waiters(dirRead) > 0
 	})
 	c.Close()
 	if r, err := waitHandle(t, h); err != nil || !errors.Is(r.Err, net.ErrClosed) {

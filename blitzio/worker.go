@@ -70,8 +70,8 @@ func (w *worker) run() {
 	rt := w.rt
 	for !rt.closed.Load() {
 		h := w.nextTask()
-		if h == nil && rt.io.pollNow(&w.ioWakers) > 0 {
-			continue // I/O readiness woke tasks (into the injection queue)
+		if h == nil && rt.io.pollNow(w) > 0 {
+			continue // I/O readiness woke tasks (into the local queue)
 		}
 		if h == nil {
 			h = w.search()
@@ -143,7 +143,7 @@ func (w *worker) maintenance() {
 	w.statStart, w.statPolls = now, 0
 	// Between tasks, every globalInterval ticks: take the I/O events that are ready
 	// without waiting, so a busy runtime still serves its sockets.
-	rt.io.pollNow(&w.ioWakers)
+	rt.io.pollNow(w)
 	if rt.testClock == nil && rt.timers.due(nowTick(rt.elapsed())) {
 		rt.processTimers(true) // never wait for the lock between tasks
 	}
@@ -405,7 +405,7 @@ func (w *worker) park() {
 	// Wake the tasks whose sockets became ready last, holding nothing: a waker that
 	// panics is reported, one that calls runtime.Goexit ends this goroutine (run
 	// replaces the worker) without leaving the driver, timer duty or parked bit held.
-	w.ioWakers = wakeIO(w.ioWakers)
+	w.ioWakers = wakeIO(w, w.ioWakers)
 }
 
 // maxParkDuration caps a timer driver's park: a deadline decades away must not overflow

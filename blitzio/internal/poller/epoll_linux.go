@@ -3,11 +3,14 @@
 package poller
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -30,11 +33,36 @@ type epoll struct {
 	woken atomic.Bool
 	raw   []unix.EpollEvent // used by the single polling goroutine only
 
+	// file wraps epfd for Go's own netpoller, and rc is its raw connection. A Poll
+	// that must wait does not block its thread in epoll_wait: it parks the goroutine
+	// until Go's netpoller reports epfd readable (an epoll fd is readable while events
+	// are ready in it), then collects them with a zero-timeout epoll_wait. A goroutine
+	// blocked in a system call keeps its OS thread, and the Go scheduler must hand its P
+	// to another thread meanwhile and take one back when the call returns: two thread
+	// switches per wait, which cost more than the whole echo of a small message. Parked
+	// on the netpoller, the waiting worker is an ordinary parked goroutine. nil when Go
+	// could not register epfd (then Poll blocks in epoll_wait).
+	file *os.File
+	rc   syscall.RawConn
+	// deadline is the read deadline last set on file (zero: none), so that a Poll with
+	// the same kind of timeout as the previous one does not set it again.
+	deadline time.Time
+	// collect is p.collectNow as a func value made once (a closure made per Poll would
+	// allocate), with its arguments and results in the fields below; all used by the
+	// polling goroutine only.
+	collect func(fd uintptr) bool
+	cRaw    []unix.EpollEvent
+	cN      int
+	cErr    error
+
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// NewEpoll opens an epoll instance and its wake-up eventfd.
+// NewEpoll opens an epoll instance and its wake-up eventfd. A Poll that waits parks its
+// goroutine on Go's netpoller until the epoll descriptor is readable, instead of
+// blocking its thread in epoll_wait (see the epoll type); if the Go runtime refuses the
+// descriptor, Poll blocks in epoll_wait.
 func NewEpoll() (Poller, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
@@ -46,6 +74,7 @@ func NewEpoll() (Poller, error) {
 		return nil, os.NewSyscallError("eventfd", err)
 	}
 	p := &epoll{epfd: epfd, evfd: evfd}
+	p.attachNetpoll()
 	// The eventfd is level-triggered: it stays readable until Poll drains it, so a Wake
 	// that lands before Poll is entered still makes that Poll return.
 	ev := unix.EpollEvent{Events: unix.EPOLLIN}
@@ -69,6 +98,44 @@ func setEpollToken(ev *unix.EpollEvent, token uint64) {
 func epollToken(ev *unix.EpollEvent) uint64 {
 	return uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
 }
+
+// attachNetpoll hands epfd to Go's netpoller (see epoll.file). It leaves file nil, and
+// Poll blocking in epoll_wait, if the runtime refuses the descriptor.
+func (p *epoll) attachNetpoll() {
+	if epollTestNoNetpoll {
+		return
+	}
+	if err := unix.SetNonblock(p.epfd, true); err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(p.epfd), "epoll")
+	if f == nil {
+		return
+	}
+	// SetReadDeadline fails with os.ErrNoDeadline when the file is not pollable.
+	rc, err := f.SyscallConn()
+	if err != nil || f.SetReadDeadline(time.Time{}) != nil {
+		// Not pollable: let go of the File without closing epfd (Fd puts the file in
+		// blocking mode and keeps the descriptor; the File's finalizer would close it).
+		f.Fd()
+		runtime.SetFinalizer(f, nil)
+		unix.SetNonblock(p.epfd, false)
+		return
+	}
+	p.file, p.rc = f, rc
+	p.collect = p.collectNow
+}
+
+// collectNow is the RawConn.Read callback of waitNetpoll: one epoll_wait that does not
+// wait; true (done) when it found events or failed.
+func (p *epoll) collectNow(fd uintptr) bool {
+	p.cN, p.cErr = unix.EpollWait(int(fd), p.cRaw, 0)
+	return p.cN > 0 || p.cErr != nil
+}
+
+// epollTestNoNetpoll makes NewEpoll leave epfd out of Go's netpoller, so that tests can
+// run the blocking epoll_wait path. Set only by tests.
+var epollTestNoNetpoll bool
 
 func (p *epoll) Name() string { return "epoll" }
 
@@ -119,7 +186,13 @@ func (p *epoll) Poll(events []Event, timeout time.Duration) (int, error) {
 		p.raw = make([]unix.EpollEvent, len(events))
 	}
 	raw := p.raw[:len(events)]
-	n, err := unix.EpollWait(p.epfd, raw, epollMillis(timeout))
+	var n int
+	var err error
+	if timeout == 0 || p.file == nil {
+		n, err = unix.EpollWait(p.epfd, raw, epollMillis(timeout))
+	} else {
+		n, err = p.waitNetpoll(raw, timeout)
+	}
 	if err != nil {
 		if err == unix.EINTR {
 			return 0, nil
@@ -139,6 +212,41 @@ func (p *epoll) Poll(events []Event, timeout time.Duration) (int, error) {
 		out++
 	}
 	return out, nil
+}
+
+// waitNetpoll is a waiting Poll through Go's netpoller (see epoll.file): collect what
+// is ready without waiting; if nothing is, park until epfd is readable or the timeout
+// passes, and collect again. The readiness Go's netpoller records for epfd is an edge:
+// an event that arrives between the empty collection and the park has already marked
+// the file readable, so the park returns at once (no lost wake-up, the same hand-off as
+// a read that got EAGAIN in Go's net package).
+func (p *epoll) waitNetpoll(raw []unix.EpollEvent, timeout time.Duration) (int, error) {
+	var dl time.Time
+	if timeout > 0 {
+		dl = time.Now().Add(timeout)
+	}
+	if dl != p.deadline {
+		if err := p.file.SetReadDeadline(dl); err != nil {
+			return 0, err
+		}
+		p.deadline = dl
+	}
+	// RawConn.Read forgets the readiness Go recorded before it (as every read of Go's
+	// net package does, it tries the system call first), so the first collection is
+	// not optional: an event that came after the caller's last poll is only found by it.
+	p.cRaw = raw
+	err := p.rc.Read(p.collect)
+	n, werr := p.cN, p.cErr
+	p.cRaw, p.cErr = nil, nil
+	switch {
+	case werr != nil:
+		return 0, werr
+	case err == nil:
+		return n, nil
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return 0, nil
+	}
+	return 0, err
 }
 
 // epollReady maps epoll's bits to Ready. A hang-up or an error makes both directions
@@ -185,7 +293,12 @@ func (p *epoll) Wake() error {
 func (p *epoll) Close() error {
 	p.closeOnce.Do(func() {
 		err1 := unix.Close(p.evfd)
-		err2 := unix.Close(p.epfd)
+		var err2 error
+		if p.file != nil {
+			err2 = p.file.Close() // closes epfd, after taking it out of Go's netpoller
+		} else {
+			err2 = unix.Close(p.epfd)
+		}
 		if err1 != nil {
 			p.closeErr = os.NewSyscallError("close", err1)
 		} else if err2 != nil {

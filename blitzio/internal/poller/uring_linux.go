@@ -181,8 +181,14 @@ type ioUring struct {
 	backlog []uringSQE  // submissions waiting for room in the SQ ring
 	slots   []uringSlot // indexed by the low 32 bits of user_data
 	free    []uint32
-	regs    map[int]uint32    // fd -> its readiness registration's slot
-	byToken map[uint64]uint32 // token -> first op slot (Accept/Recv/Send) with it
+	// regs maps an fd to 1 + the slot of its readiness registration (0: none), in a
+	// slice indexed by the fd below uringDenseFds: descriptor numbers are small and
+	// dense, so this costs 4 bytes per number where a map costs about ten times that per
+	// registration (one per open socket). Larger numbers go to regsHigh.
+	regs     []uint32
+	regsHigh map[int]uint32
+	nregs    int
+	byToken  map[uint64]uint32 // token -> first op slot (Accept/Recv/Send) with it
 	// inflight counts submitted-or-queued operations whose last completion has not
 	// been reaped. Close waits for it to reach zero.
 	inflight int
@@ -310,7 +316,6 @@ func (r *ioUring) setup(entries uint32) error {
 	r.cqMask = *u32(cqMem, p.cqOff.ringMask)
 	r.cqes = unsafe.Slice((*uringCQE)(unsafe.Pointer(&cqMem[p.cqOff.cqes])), p.cqEntries)
 
-	r.regs = make(map[int]uint32)
 	r.byToken = make(map[uint64]uint32)
 	return nil
 }
@@ -633,7 +638,7 @@ func (r *ioUring) Register(fd int, token uint64, interest Interest) error {
 	if r.closed {
 		return errUringClosed
 	}
-	if _, ok := r.regs[fd]; ok {
+	if _, ok := r.regLocked(fd); ok {
 		return fmt.Errorf("poller: io_uring Register: fd %d: %w", fd, os.NewSyscallError("io_uring poll", unix.EEXIST))
 	}
 	idx := r.allocLocked(slotPoll)
@@ -641,7 +646,7 @@ func (r *ioUring) Register(fd int, token uint64, interest Interest) error {
 	s.fd = int32(fd)
 	s.token = token
 	s.mask = uringPollMask(interest)
-	r.regs[fd] = idx
+	r.setRegLocked(fd, idx)
 	r.armPollLocked(idx)
 	return nil
 }
@@ -655,17 +660,58 @@ func (r *ioUring) Register(fd int, token uint64, interest Interest) error {
 // package's tests on Linux 6.18, a POLL_REMOVE racing with a wake-up of the fd completed
 // without removing the poll, which then stayed armed (and held the file) for good;
 // ASYNC_CANCEL marks the poll cancelled whoever is handling it at that moment.
+// uringDenseFds bounds the descriptor numbers ioUring.regs indexes directly.
+const uringDenseFds = 1 << 20
+
+// regLocked returns the slot of fd's readiness registration.
+func (r *ioUring) regLocked(fd int) (uint32, bool) {
+	if fd < uringDenseFds {
+		if fd < len(r.regs) && r.regs[fd] != 0 {
+			return r.regs[fd] - 1, true
+		}
+		return 0, false
+	}
+	idx, ok := r.regsHigh[fd]
+	return idx, ok
+}
+
+func (r *ioUring) setRegLocked(fd int, idx uint32) {
+	r.nregs++
+	if fd >= uringDenseFds {
+		if r.regsHigh == nil {
+			r.regsHigh = make(map[int]uint32)
+		}
+		r.regsHigh[fd] = idx
+		return
+	}
+	if fd >= len(r.regs) {
+		grown := make([]uint32, min(max(fd+1, 2*len(r.regs), 64), uringDenseFds))
+		copy(grown, r.regs)
+		r.regs = grown
+	}
+	r.regs[fd] = idx + 1
+}
+
+func (r *ioUring) delRegLocked(fd int) {
+	r.nregs--
+	if fd >= uringDenseFds {
+		delete(r.regsHigh, fd)
+		return
+	}
+	r.regs[fd] = 0
+}
+
 func (r *ioUring) Deregister(fd int, token uint64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return errUringClosed
 	}
-	idx, ok := r.regs[fd]
+	idx, ok := r.regLocked(fd)
 	if !ok || r.slots[idx].token != token {
 		return fmt.Errorf("poller: io_uring Deregister: fd %d token %#x: %w", fd, token, os.NewSyscallError("io_uring poll", unix.ENOENT))
 	}
-	delete(r.regs, fd)
+	r.delRegLocked(fd)
 	r.cancelLocked(idx)
 	return nil
 }
@@ -979,7 +1025,9 @@ func (r *ioUring) completeLocked(cqe *uringCQE, ev *Event) bool {
 				// readiness so that the owner tries its syscall, and stop: re-arming
 				// would fail the same way.
 				s.dead = true
-				delete(r.regs, int(s.fd))
+				if cur, ok := r.regLocked(int(s.fd)); ok && cur == idx {
+					r.delRegLocked(int(s.fd))
+				}
 				tok := s.token
 				r.freeLocked(idx)
 				*ev = Event{Token: tok, Ready: Readable | Writable | Error, Op: OpReady, Res: cqe.res, Buf: -1}

@@ -324,7 +324,7 @@ func TestUringConcurrentRegisterWakePoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.mu.Lock()
-	regs := len(r.regs)
+	regs := r.nregs
 	r.mu.Unlock()
 	if regs != 0 {
 		t.Errorf("%d registrations left after every fd was deregistered", regs)

@@ -1,0 +1,169 @@
+//go:build linux
+
+package poller
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// epollModes runs body on an epoll Poller that waits through Go's netpoller (the
+// default) and on one that blocks in epoll_wait (the fallback when the runtime refuses
+// the epoll descriptor).
+func epollModes(t *testing.T, body func(t *testing.T, p *epoll)) {
+	for _, blocking := range []bool{false, true} {
+		name := "netpoll"
+		if blocking {
+			name = "blocking"
+		}
+		t.Run(name, func(t *testing.T) {
+			epollTestNoNetpoll = blocking
+			p := newEpoll(t).(*epoll)
+			epollTestNoNetpoll = false
+			if got := p.file == nil; got != blocking {
+				t.Fatalf("epoll waits through the netpoller: %v, want %v", !got, !blocking)
+			}
+			body(t, p)
+		})
+	}
+}
+
+// pollWithin runs one Poll with timeout on another goroutine and returns its result,
+// failing the test if it has not returned after limit (a lost wake-up).
+func pollWithin(t *testing.T, p Poller, evs []Event, timeout, limit time.Duration) int {
+	t.Helper()
+	type res struct {
+		n   int
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() { n, err := p.Poll(evs, timeout); ch <- res{n, err} }()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.n
+	case <-time.After(limit):
+		p.Wake() // let the goroutine go before the test's cleanup closes p
+		<-ch
+		t.Fatalf("Poll(%v) still waiting after %v", timeout, limit)
+		return 0
+	}
+}
+
+// An event that arrives between an empty zero-timeout Poll and a waiting Poll is
+// reported by the waiting one. Regression test: a waiting Poll that skipped its first
+// collection, counting on Go's netpoller to have recorded the edge, lost it (the
+// netpoller forgets readiness recorded before a RawConn.Read starts), and the worker
+// slept on a ready socket.
+func TestEpollEventBetweenPollsIsNotLost(t *testing.T) {
+	epollModes(t, func(t *testing.T, p *epoll) {
+		a, b := socketpairCleanup(t)
+		if err := p.Register(a, 7, Read); err != nil {
+			t.Fatal(err)
+		}
+		evs := make([]Event, 8)
+		for range 3 { // drain the registration's own events
+			if _, err := p.Poll(evs, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 20 {
+			if n, err := p.Poll(evs, 0); err != nil || n != 0 {
+				t.Fatalf("round %d: idle Poll(0) = %d, %v", i, n, err)
+			}
+			if _, err := unix.Write(b, []byte{1}); err != nil {
+				t.Fatal(err)
+			}
+			// Give Go's netpoller time to record the edge before the waiting Poll
+			// starts: the order in which the lost wake-up happened.
+			time.Sleep(time.Millisecond)
+			n := pollWithin(t, p, evs, -1, 5*time.Second)
+			if n != 1 || evs[0].Token != 7 || evs[0].Ready&Readable == 0 {
+				t.Fatalf("round %d: Poll(-1) = %d events %+v, want token 7 readable", i, n, evs[:n])
+			}
+			var buf [8]byte
+			unix.Read(a, buf[:])
+		}
+	})
+}
+
+// A Poll whose timeout passed leaves no deadline behind: the next Poll without a
+// timeout waits for the event instead of returning at once for ever after.
+func TestEpollTimeoutThenWaitWithoutTimeout(t *testing.T) {
+	epollModes(t, func(t *testing.T, p *epoll) {
+		a, b := socketpairCleanup(t)
+		if err := p.Register(a, 9, Read); err != nil {
+			t.Fatal(err)
+		}
+		evs := make([]Event, 8)
+		for range 3 {
+			p.Poll(evs, 0)
+		}
+		if n := pollWithin(t, p, evs, 5*time.Millisecond, 5*time.Second); n != 0 {
+			t.Fatalf("Poll with a timeout and nothing ready = %d events", n)
+		}
+		go func() {
+			time.Sleep(20 * time.Millisecond)
+			unix.Write(b, []byte{1})
+		}()
+		// Without a timeout, Poll returns only for an event, a Wake or a signal; a stale
+		// deadline would make it return 0 at once.
+		n := pollWithin(t, p, evs, -1, 5*time.Second)
+		if n != 1 || evs[0].Token != 9 {
+			t.Fatalf("Poll(-1) after a timed-out Poll = %d events %+v, want the write's", n, evs[:n])
+		}
+	})
+}
+
+// Wake returns a Poll blocked without a timeout, in both modes, again and again.
+func TestEpollWakeBothModes(t *testing.T) {
+	epollModes(t, func(t *testing.T, p *epoll) {
+		evs := make([]Event, 4)
+		for range 20 {
+			go func() {
+				time.Sleep(time.Millisecond)
+				if err := p.Wake(); err != nil {
+					t.Error(err)
+				}
+			}()
+			if n := pollWithin(t, p, evs, -1, 5*time.Second); n != 0 {
+				t.Fatalf("woken Poll = %d events, want 0", n)
+			}
+		}
+	})
+}
+
+// A Poll with a timeout and nothing to report returns after its timeout, in both modes.
+func TestEpollTimeoutBothModes(t *testing.T) {
+	epollModes(t, func(t *testing.T, p *epoll) {
+		evs := make([]Event, 4)
+		for range 3 {
+			if n := pollWithin(t, p, evs, 2*time.Millisecond, 5*time.Second); n != 0 {
+				t.Fatalf("Poll = %d events, want 0", n)
+			}
+		}
+	})
+}
+
+// Waiting through the netpoller allocates nothing per Poll.
+func TestEpollNetpollWaitAllocs(t *testing.T) {
+	if epollRaceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	p := newEpoll(t).(*epoll)
+	if p.file == nil {
+		t.Skip("the runtime refused the epoll descriptor")
+	}
+	evs := make([]Event, 4)
+	allocs := testing.AllocsPerRun(20, func() {
+		p.Wake()
+		p.Poll(evs, -1)
+	})
+	if allocs != 0 {
+		t.Fatalf("a woken Poll(-1) allocates %v times", allocs)
+	}
+}

@@ -1,0 +1,6 @@
+//go:build race
+
+package poller
+
+// epollRaceEnabled reports a -race build, whose instrumentation allocates.
+const epollRaceEnabled = true
