@@ -29,29 +29,29 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 	if readFileNoWaitOff.Load() {
 		return nil, false, nil
 	}
-	how := unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOCTTY | unix.O_NONBLOCK,
-		Resolve: resolveCached,
+	// First an O_PATH descriptor, which opens nothing: opening a FIFO for reading, even
+	// non-blocking, would pair with a writer waiting in its open and then hang up on it
+	// (the writer gets EPIPE, and the pool's os.ReadFile waits for another writer). Only
+	// a regular file is opened for reading, and it must still be the same file.
+	pathFD, err := openCached(name, unix.O_PATH|unix.O_CLOEXEC)
+	if pathFD < 0 {
+		return nil, err != nil, err
 	}
-	fd, oerr := unix.Openat2(unix.AT_FDCWD, name, &how)
-	for oerr == unix.EINTR {
-		fd, oerr = unix.Openat2(unix.AT_FDCWD, name, &how)
+	var stx unix.Statx_t
+	serr := unix.Statx(pathFD, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_INO, &stx)
+	unix.Close(pathFD)
+	if serr != nil || stx.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, false, nil
 	}
-	switch oerr {
-	case nil:
-	case unix.ENOENT, unix.ENOTDIR, unix.EACCES, unix.ELOOP, unix.ENAMETOOLONG:
-		return nil, true, &fs.PathError{Op: "open", Path: name, Err: oerr}
-	case unix.ENOSYS, unix.EINVAL, unix.EPERM:
-		readFileNoWaitOff.Store(true)
-		return nil, false, nil
-	default: // EAGAIN: not all cached
-		return nil, false, nil
+	ino, devMajor, devMinor := stx.Ino, stx.Dev_major, stx.Dev_minor
+	fd, err := openCached(name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK)
+	if fd < 0 {
+		return nil, err != nil, err
 	}
 	defer unix.Close(fd)
-	var stx unix.Statx_t
-	if unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_SIZE, &stx) != nil ||
-		stx.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, false, nil
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_SIZE|unix.STATX_INO, &stx) != nil ||
+		stx.Mode&unix.S_IFMT != unix.S_IFREG || stx.Ino != ino || stx.Dev_major != devMajor || stx.Dev_minor != devMinor {
+		return nil, false, nil // replaced meanwhile: let the pool do it
 	}
 	// As os.ReadFile: room for the size and one byte more, so that the end of the file
 	// shows as a read of 0 without growing the buffer.
@@ -80,6 +80,29 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 			return data, true, nil
 		}
 		data = data[:len(data)+n]
+	}
+}
+
+// openCached opens name with flags, resolving the path from the kernel's caches only
+// (RESOLVE_CACHED). It returns the descriptor, or -1 and the error os.ReadFile would
+// report for a name that does not resolve (a *fs.PathError), or -1 and nil when the
+// caller must leave the work to the pool (not all cached, or no openat2 here).
+func openCached(name string, flags int) (int, error) {
+	how := unix.OpenHow{Flags: uint64(flags), Resolve: resolveCached}
+	fd, err := unix.Openat2(unix.AT_FDCWD, name, &how)
+	for err == unix.EINTR {
+		fd, err = unix.Openat2(unix.AT_FDCWD, name, &how)
+	}
+	switch err {
+	case nil:
+		return fd, nil
+	case unix.ENOENT, unix.ENOTDIR, unix.EACCES, unix.ELOOP, unix.ENAMETOOLONG:
+		return -1, &fs.PathError{Op: "open", Path: name, Err: err}
+	case unix.ENOSYS, unix.EINVAL, unix.EPERM:
+		readFileNoWaitOff.Store(true)
+		return -1, nil
+	default: // EAGAIN: not all cached
+		return -1, nil
 	}
 }
 

@@ -3,9 +3,11 @@ package blitzio
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -174,5 +176,59 @@ func TestCachedReadsYield(t *testing.T) {
 	}))
 	if ran, err := waitHandle(t, h); err != nil || !ran {
 		t.Fatalf("the other task did not run during 2000 cached reads (%v)", err)
+	}
+}
+
+// Regression: ReadFile's worker probe opened a FIFO for reading (non-blocking) before it
+// saw the type, which paired with a writer already waiting in its open and hung up on it
+// at once: the writer got EPIPE, and the pool's os.ReadFile then waited for a writer that
+// never came. A writer waiting first must get its bytes to ReadFile, many times over.
+func TestReadFileFIFOWriterWaitingFirst(t *testing.T) {
+	rt := fileRT(t)
+	dir := t.TempDir()
+	for i := range 20 {
+		fifo := filepath.Join(dir, "fifo"+strconv.Itoa(i))
+		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		wrote := make(chan error, 1)
+		go func() {
+			w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // waits for a reader
+			if err == nil {
+				_, err = w.Write([]byte("through the pipe"))
+				w.Close()
+			}
+			wrote <- err
+		}()
+		time.Sleep(time.Millisecond) // most rounds: the writer is in its open by now
+		got := make(chan Result[[]byte], 1)
+		go func() {
+			r, err := BlockOn(rt, ReadFile(fifo))
+			if err != nil {
+				r.Err = err
+			}
+			got <- r
+		}()
+		select {
+		case r := <-got:
+			if r.Err != nil || string(r.Value) != "through the pipe" {
+				t.Fatalf("round %d: ReadFile of a FIFO: %q, %v", i, r.Value, r.Err)
+			}
+		case <-time.After(10 * time.Second):
+			writer := "still waiting"
+			select {
+			case err := <-wrote:
+				writer = fmt.Sprint(err)
+			default:
+			}
+			// Unblock the pool's open before failing, so the test binary can exit.
+			if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+			t.Fatalf("round %d: ReadFile of a FIFO whose writer waited first did not return in 10s (the writer: %s)", i, writer)
+		}
+		if err := <-wrote; err != nil {
+			t.Fatalf("round %d: the writer: %v", i, err)
+		}
 	}
 }
