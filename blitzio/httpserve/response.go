@@ -41,7 +41,6 @@ type response struct {
 	chunked       bool
 	isHead        bool
 	done          bool
-	continueSent  bool
 	warned        bool
 }
 
