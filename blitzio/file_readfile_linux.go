@@ -32,27 +32,24 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 	// First an O_PATH descriptor, which opens nothing: opening a FIFO for reading, even
 	// non-blocking, would pair with a writer waiting in its open and then hang up on it
 	// (the writer gets EPIPE, and the pool's os.ReadFile waits for another writer). Only
-	// a regular file is opened for reading, and it must still be the same file.
+	// a regular file is opened for reading. (Were the name replaced by a FIFO between
+	// the two opens, the reads below fail with ESPIPE and the pool does the work.)
 	pathFD, err := openCached(name, unix.O_PATH|unix.O_CLOEXEC)
 	if pathFD < 0 {
 		return nil, err != nil, err
 	}
 	var stx unix.Statx_t
-	serr := unix.Statx(pathFD, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_INO, &stx)
-	unix.Close(pathFD)
+	serr := unix.Statx(pathFD, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_SIZE, &stx)
 	if serr != nil || stx.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(pathFD)
 		return nil, false, nil
 	}
-	ino, devMajor, devMinor := stx.Ino, stx.Dev_major, stx.Dev_minor
 	fd, err := openCached(name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK)
+	unix.Close(pathFD)
 	if fd < 0 {
 		return nil, err != nil, err
 	}
 	defer unix.Close(fd)
-	if unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_SIZE|unix.STATX_INO, &stx) != nil ||
-		stx.Mode&unix.S_IFMT != unix.S_IFREG || stx.Ino != ino || stx.Dev_major != devMajor || stx.Dev_minor != devMinor {
-		return nil, false, nil // replaced meanwhile: let the pool do it
-	}
 	// As os.ReadFile: room for the size and one byte more, so that the end of the file
 	// shows as a read of 0 without growing the buffer.
 	size := int(stx.Size)
