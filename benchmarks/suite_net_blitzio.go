@@ -236,8 +236,12 @@ func startOnAdapter(addr string, serve func(ln net.Listener) (stop func() error)
 	ln := stream.NewTCPListener(rt, l)
 	stopServe := serve(ln)
 	stop := func() error {
-		ln.Close()
+		// The server first, then the listener (a second Close is harmless): closed the
+		// other way round, http.Server.Serve could see its listener fail before its own
+		// Close and return that accept error instead of http.ErrServerClosed, which
+		// failed the measurement after it was taken.
 		err := stopServe()
+		ln.Close()
 		return errors.Join(err, rt.Close())
 	}
 	return ln.Addr().String(), stop, nil
