@@ -70,6 +70,7 @@ func TestConnRegistersOneWakerPerDirection(t *testing.T) {
 					t.Errorf("Read: %v, want a timeout", err)
 					return
 				}
+				c.SetDeadline(time.Now().Add(200 * time.Microsecond))
 				if _, err := c.Write(buf); !isTimeout(err) {
 					t.Errorf("Write: %v, want a timeout", err)
 					return
@@ -78,11 +79,19 @@ func TestConnRegistersOneWakerPerDirection(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// At most one per direction. (A call whose deadline passed before its first poll,
+	// on a stalled machine, polls nothing: zero is possible, so the test only asks that
+	// some calls polled at all.)
+	polled := 0
 	for i, s := range streams {
-		if len(s.readers) != 1 || len(s.writers) != 1 {
-			t.Fatalf("stream %d: %d distinct read wakers and %d write wakers after %d timed-out calls; want 1 and 1",
+		if len(s.readers) > 1 || len(s.writers) > 1 {
+			t.Fatalf("stream %d: %d distinct read wakers and %d write wakers after %d timed-out calls; want at most 1 each",
 				i, len(s.readers), len(s.writers), calls)
 		}
+		polled += len(s.readers) + len(s.writers)
+	}
+	if polled == 0 {
+		t.Fatal("no call polled its stream before its deadline: the test checked nothing")
 	}
 }
 
