@@ -795,17 +795,7 @@ func TestFaultSilentClients(t *testing.T) {
 			})
 			reportErrors(t, "echo client", errs)
 			reportErrors(t, "silent client", closeErrs)
-			srv.quiesce(t, len(all)+len(silent))
-			echo, rest := splitReports(srv.stop(t))
-			checkEchoReports(t, echo, all)
-			for _, rep := range rest {
-				if rep.hasID || !errors.Is(rep.err, blitzio.ErrTimeout) {
-					t.Errorf("silent connection: id %v, err %v; want no id and ErrTimeout", rep.hasID, rep.err)
-				}
-			}
-			if len(rest) != len(silent) {
-				t.Errorf("%d silent connections reported, %d made", len(rest), len(silent))
-			}
+			checkSilentReports(t, srv, all, len(silent), blitzio.ErrTimeout)
 		})
 	})
 
@@ -868,17 +858,7 @@ func TestFaultSilentClients(t *testing.T) {
 			}
 			reportErrors(t, "echo client", errs)
 			reportErrors(t, "silent client", closeErrs)
-			srv.quiesce(t, len(all)+len(silent))
-			echo, rest := splitReports(srv.stop(t))
-			checkEchoReports(t, echo, all)
-			for _, rep := range rest {
-				if rep.hasID || !errors.Is(rep.err, blitzio.ErrShuttingDown) {
-					t.Errorf("silent connection: id %v, err %v; want no id and ErrShuttingDown", rep.hasID, rep.err)
-				}
-			}
-			if len(rest) != len(silent) {
-				t.Errorf("%d silent connections reported, %d made", len(rest), len(silent))
-			}
+			checkSilentReports(t, srv, all, len(silent), blitzio.ErrShuttingDown)
 		})
 	})
 
@@ -1108,4 +1088,22 @@ func TestFaultHandlerAbort(t *testing.T) {
 		t.Logf("%d sessions, %d aborts attempted, %d handlers aborted (%d before reading the id), %d sessions cut short",
 			len(all)+1, aborts, len(abortedIDs)+abortedNoID, abortedNoID, failed)
 	})
+}
+
+// checkSilentReports stops srv once it has reported every echo session of all and
+// every one of the silent connections, checks the echo reports, and checks that each
+// silent connection ended with want and no session id.
+func checkSilentReports(t *testing.T, srv *tcpServer, all map[uint64]sessionPlan, silent int, want error) {
+	t.Helper()
+	srv.quiesce(t, len(all)+silent)
+	echo, rest := splitReports(srv.stop(t))
+	checkEchoReports(t, echo, all)
+	for _, rep := range rest {
+		if rep.hasID || !errors.Is(rep.err, want) {
+			t.Errorf("silent connection: id %v, err %v; want no id and %v", rep.hasID, rep.err, want)
+		}
+	}
+	if len(rest) != silent {
+		t.Errorf("%d silent connections reported, %d made", len(rest), silent)
+	}
 }
