@@ -111,8 +111,11 @@ func TestComb2JoinSetAbortAll(t *testing.T) {
 			t.Fatalf("result after AbortAll: (%v, %v)", v, err)
 		}
 	}
-	if cancelled != n || ok != 1 {
-		t.Errorf("after AbortAll: %d cancelled, %d finished; want %d and 1", cancelled, ok, n)
+	// The Ready(7) task was spawned last and may not have run when AbortAll came (with
+	// two workers nothing orders them): then it is cancelled too, as Tokio's abort_all
+	// cancels every task not finished. The twenty that never finish must all be.
+	if cancelled+ok != n+1 || cancelled < n {
+		t.Errorf("after AbortAll: %d cancelled, %d finished; want %d (or %d) and 1 (or 0)", cancelled, ok, n, n+1)
 	}
 	if drops.Load() != n {
 		t.Errorf("%d futures dropped, want %d", drops.Load(), n)
