@@ -212,6 +212,18 @@ func (r *ioUring) waitNetpoll(dl time.Time) (bool, error) {
 // Ownership: every operation has a slot (its user_data names the slot and the slot's
 // generation). The slot keeps what the kernel may touch — a Send's buffer, pinned — until
 // the operation's last completion (one without IORING_CQE_F_MORE) arrives.
+//
+// Cost under Go's scheduler: the kernel posts a poll (readiness) completion from task
+// work queued to the thread that submitted the request, and wakes that thread for it if
+// it sleeps (TWA_SIGNAL). Which thread submits is up to the Go scheduler: any M that ran
+// a Register, Flush or Poll, often one parked in a futex at the time. Every readiness
+// edge then costs an interrupted futex sleep (seen as ERESTARTSYS under strace) and a
+// thread switch before the completion is visible, where epoll queues the event in the
+// waking context. This is why readiness through io_uring trails epoll for sockets here.
+// IORING_SETUP_COOP_TASKRUN would stop the wake-ups, but then a completion waits until
+// that thread next enters the kernel, which for a parked M may be never; a single
+// submitter thread (SINGLE_ISSUER, DEFER_TASKRUN) needs a thread that Go's scheduler
+// does not own.
 type ioUring struct {
 	fd       int
 	features Features
