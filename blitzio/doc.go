@@ -198,8 +198,9 @@
 // is polled by the workers; and the sockets on top. Workers take ready events between
 // tasks (a try-lock and a zero timeout), and while anything is registered the worker
 // that parks with the driver free waits in it until an event, its timer deadline, or a
-// wake from a producer (with epoll, through Go's own netpoller, so its thread is not held
-// in epoll_wait; with io_uring, in io_uring_enter). With nothing registered every worker
+// wake from a producer (through Go's own netpoller, where the epoll or io_uring
+// descriptor is registered, so its thread is not held in epoll_wait or io_uring_enter
+// and its P serves other goroutines meanwhile). With nothing registered every worker
 // parks on its channel, which a new task wakes without a system call. An idle runtime with idle connections uses no CPU, and an idle
 // connection holds no buffer (bytes go from the kernel into the caller's buffer when the
 // socket is readable). Runtime.Backend reports the backend in use and why the automatic

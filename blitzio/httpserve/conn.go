@@ -562,9 +562,10 @@ func (c *conn) dispatch(cx *blitzio.Context) {
 	c.owner.Store(ownHandler)
 	srv.pool.get().ch <- c
 	// Let the handler goroutine just made runnable have this P now. Otherwise it waits
-	// until this worker parks, and a worker parks in epoll_wait or io_uring_enter: a
+	// until this worker yields its P: it runs its other tasks first, and a worker whose
+	// poller cannot park on Go's netpoller parks in epoll_wait or io_uring_enter, a
 	// system call that keeps its P until the Go scheduler's monitor takes it back (tens
-	// of microseconds or more), which is most of a keep-alive request's latency.
+	// of microseconds or more). Either is most of a keep-alive request's latency.
 	// Measured with blitzbench -suite http (Plaintext p1, same run, 3 runs each): about
 	// 1.4x the requests per second. Yielding is not blocking: the worker is runnable
 	// and carries on with its other tasks next.
