@@ -190,17 +190,15 @@ func (g MutexGuard) UnlockFrom(cx *blitzio.Context) {
 	}
 }
 
-// releaseAlone is the fast path of Unlock, one load and one CAS: the state word is
-// exactly this guard's hold (locked, no waiter, no wake outstanding, normal mode), so
-// releasing is adding one generation and clearing mLocked. Comparing the whole word
-// first keeps a CAS that would fail (waiters queued meanwhile) off the fast path.
+// releaseAlone is the fast path of Unlock, one CAS and no load: if the state word is
+// exactly this guard's hold (locked, no waiter, no wake outstanding, normal mode),
+// releasing is adding one generation and clearing mLocked. A load first would cost
+// more than it saves: it waits for the CAS that took the lock (a locked instruction
+// orders every later load), and the CAS fails only when somebody waits, where the
+// slow path's work dwarfs it.
 func (g MutexGuard) releaseAlone() bool {
 	m := g.m
-	if m == nil {
-		return false // unlock names the mistake
-	}
-	s := m.state.Load()
-	return s == g.held && m.state.CompareAndSwap(s, s+(mGenOne-mLocked))
+	return m != nil && m.state.CompareAndSwap(g.held, g.held+(mGenOne-mLocked))
 }
 
 // release is the fast path of a contended Unlock, also one load and one CAS: in normal
