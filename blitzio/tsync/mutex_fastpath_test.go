@@ -1,6 +1,13 @@
 package tsync
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
 
 // TestMutexUnlockFastPathWithWaiters: the one-CAS fast path of Unlock succeeds only when
 // the state word is exactly the guard's hold. With a waiter queued it must fail over to
@@ -56,5 +63,52 @@ func TestMutexUnlockFastPathWithWaiters(t *testing.T) {
 			t.Fatalf("UnlockFrom=%v: still locked after the last Unlock", from)
 		}
 		expectPanic(t, "zero MutexGuard", func() { unlock(MutexGuard{}) })
+	}
+}
+
+// TestMutexConcurrentDoubleUnlock: two goroutines unlocking copies of one guard at once
+// race on the fast path's CAS; exactly one releases the lock and the other panics, and
+// the Mutex is left free and usable (not released twice into a corrupt state).
+func TestMutexConcurrentDoubleUnlock(t *testing.T) {
+	stop := watchdog(t, 20*time.Second)
+	defer stop()
+	for range stressScale(2000) {
+		var m Mutex
+		g, _ := m.TryLock()
+		var panics atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 2 {
+			wg.Add(1)
+			go func(g MutexGuard) {
+				defer wg.Done()
+				defer func() {
+					if r := recover(); r != nil {
+						if !strings.Contains(fmt.Sprint(r), "unlocked twice") {
+							t.Errorf("unexpected panic: %v", r)
+						}
+						panics.Add(1)
+					}
+				}()
+				<-start
+				g.Unlock()
+			}(g)
+		}
+		close(start)
+		wg.Wait()
+		if panics.Load() != 1 {
+			t.Fatalf("%d of 2 concurrent Unlocks of one hold panicked, want exactly 1", panics.Load())
+		}
+		if m.IsLocked() {
+			t.Fatal("locked after the hold was released")
+		}
+		g2, ok := m.TryLock()
+		if !ok {
+			t.Fatal("TryLock failed on the freed Mutex")
+		}
+		g2.Unlock()
+		if m.IsLocked() {
+			t.Fatal("locked after a fresh lock and unlock")
+		}
 	}
 }
