@@ -222,8 +222,17 @@ func (w *worker) runTask(h *header) {
 	if w.lifo != nil {
 		// LIFO cap reached: a pair of tasks waking each other must not starve the queue.
 		h, w.lifo = w.lifo, nil
+		// Wake a parked worker only if the queue already held work. With an empty queue,
+		// h is the next task this worker pops: a woken worker could only steal it from us
+		// and leave us idle, so a pair of tasks in request/reply would bounce between
+		// workers (a futex wake and a park per bounce, and every cache line they share
+		// moved) every maxLIFOPolls polls. No wake-up is lost: this worker is running and
+		// pops h next, and a searching worker may still steal it.
+		hadWork := w.q.len() != 0
 		w.q.pushBack(h, &w.rt.inject)
-		w.rt.notifyParked()
+		if hadWork {
+			w.rt.notifyParked()
+		}
 	}
 }
 

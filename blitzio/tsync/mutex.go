@@ -176,35 +176,51 @@ func (m *Mutex) IsLocked() bool { return m.state.Load()&mLocked != 0 }
 // mode: hands the lock to it). It panics if the guard was already unlocked (through this
 // copy or another) or is the zero guard.
 func (g MutexGuard) Unlock() {
-	if !g.release() {
-		g.unlockSlow()
+	if !g.releaseAlone() {
+		g.unlockSlow(nil)
 	}
 }
 
-// release is the fast path of Unlock, one load and one CAS: in normal mode, when the
-// hold is this guard's and nobody needs waking (no waiters, or a woken one already on
-// its way, the steady state of a contended lock), free the lock keeping the other flags.
-// It reports false, leaving everything else (a wake, a hand-off, a zero or stale guard)
-// to the slow path.
+// UnlockFrom is Unlock for a task being polled with cx: a task woken (or handed the lock)
+// runs next on this worker (blitzio.Waker.WakeFrom), which keeps a hot lock on one
+// worker's cache.
+func (g MutexGuard) UnlockFrom(cx *blitzio.Context) {
+	if !g.releaseAlone() {
+		g.unlockSlow(cx)
+	}
+}
+
+// releaseAlone is the fast path of Unlock, one CAS and no load: if the state word is
+// exactly this guard's hold (locked, no waiter, no wake outstanding, normal mode),
+// releasing is adding one generation and clearing mLocked. A load first would cost
+// more than it saves: it waits for the CAS that took the lock (a locked instruction
+// orders every later load), and the CAS fails only when somebody waits, where the
+// slow path's work dwarfs it.
+func (g MutexGuard) releaseAlone() bool {
+	m := g.m
+	return m != nil && m.state.CompareAndSwap(g.held, g.held+(mGenOne-mLocked))
+}
+
+// release is the fast path of a contended Unlock, also one load and one CAS: in normal
+// mode, when the hold is this guard's and nobody needs waking (a woken waiter is
+// already on its way, the steady state of a contended lock), free the lock keeping the
+// other flags. It reports false, leaving everything else (a wake, a hand-off, a zero or
+// stale guard) to unlock.
 func (g MutexGuard) release() bool {
 	m := g.m
 	if m == nil {
-		return false // the slow path names the mistake
+		return false // unlock names the mistake
 	}
 	s := m.state.Load()
 	return s&^(mWaiters|mWoken) == g.held && s&(mWaiters|mWoken) != mWaiters &&
 		m.state.CompareAndSwap(s, s+(mGenOne-mLocked))
 }
 
-// unlockSlow is unlock without a Context, kept out of line so Unlock inlines.
+// unlockSlow is every Unlock but the uncontended one, kept out of line so that Unlock's
+// own code stays small.
 //
 //go:noinline
-func (g MutexGuard) unlockSlow() { g.unlock(nil) }
-
-// UnlockFrom is Unlock for a task being polled with cx: a task woken (or handed the lock)
-// runs next on this worker (blitzio.Waker.WakeFrom), which keeps a hot lock on one
-// worker's cache.
-func (g MutexGuard) UnlockFrom(cx *blitzio.Context) {
+func (g MutexGuard) unlockSlow(cx *blitzio.Context) {
 	if !g.release() {
 		g.unlock(cx)
 	}
