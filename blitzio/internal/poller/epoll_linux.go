@@ -3,14 +3,11 @@
 package poller
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -33,20 +30,11 @@ type epoll struct {
 	woken atomic.Bool
 	raw   []unix.EpollEvent // used by the single polling goroutine only
 
-	// file wraps epfd for Go's own netpoller, and rc is its raw connection. A Poll
-	// that must wait does not block its thread in epoll_wait: it parks the goroutine
-	// until Go's netpoller reports epfd readable (an epoll fd is readable while events
-	// are ready in it), then collects them with a zero-timeout epoll_wait. A goroutine
-	// blocked in a system call keeps its OS thread, and the Go scheduler must hand its P
-	// to another thread meanwhile and take one back when the call returns: two thread
-	// switches per wait, which cost more than the whole echo of a small message. Parked
-	// on the netpoller, the waiting worker is an ordinary parked goroutine. nil when Go
-	// could not register epfd (then Poll blocks in epoll_wait).
-	file *os.File
-	rc   syscall.RawConn
-	// deadline is the read deadline last set on file (zero: none), so that a Poll with
-	// the same kind of timeout as the previous one does not set it again.
-	deadline time.Time
+	// np is epfd registered with Go's netpoller (see netpollFD): a Poll that must wait
+	// parks its goroutine until epfd is readable, then collects the events with a
+	// zero-timeout epoll_wait. Not attached when Go refuses epfd (then Poll blocks in
+	// epoll_wait).
+	np netpollFD
 	// collect is p.collectNow as a func value made once (a closure made per Poll would
 	// allocate), with its arguments and results in the fields below; all used by the
 	// polling goroutine only.
@@ -99,31 +87,15 @@ func epollToken(ev *unix.EpollEvent) uint64 {
 	return uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
 }
 
-// attachNetpoll hands epfd to Go's netpoller (see epoll.file). It leaves file nil, and
-// Poll blocking in epoll_wait, if the runtime refuses the descriptor.
+// attachNetpoll hands epfd to Go's netpoller (see epoll.np). It leaves np unattached,
+// and Poll blocking in epoll_wait, if the runtime refuses the descriptor.
 func (p *epoll) attachNetpoll() {
 	if epollTestNoNetpoll {
 		return
 	}
-	if err := unix.SetNonblock(p.epfd, true); err != nil {
-		return
+	if p.np.attach(p.epfd, "epoll") {
+		p.collect = p.collectNow
 	}
-	f := os.NewFile(uintptr(p.epfd), "epoll")
-	if f == nil {
-		return
-	}
-	// SetReadDeadline fails with os.ErrNoDeadline when the file is not pollable.
-	rc, err := f.SyscallConn()
-	if err != nil || f.SetReadDeadline(time.Time{}) != nil {
-		// Not pollable: let go of the File without closing epfd (Fd puts the file in
-		// blocking mode and keeps the descriptor; the File's finalizer would close it).
-		f.Fd()
-		runtime.SetFinalizer(f, nil)
-		unix.SetNonblock(p.epfd, false)
-		return
-	}
-	p.file, p.rc = f, rc
-	p.collect = p.collectNow
 }
 
 // collectNow is the RawConn.Read callback of waitNetpoll: one epoll_wait that does not
@@ -188,7 +160,7 @@ func (p *epoll) Poll(events []Event, timeout time.Duration) (int, error) {
 	raw := p.raw[:len(events)]
 	var n int
 	var err error
-	if timeout == 0 || p.file == nil {
+	if timeout == 0 || !p.np.attached() {
 		n, err = unix.EpollWait(p.epfd, raw, epollMillis(timeout))
 	} else {
 		n, err = p.waitNetpoll(raw, timeout)
@@ -214,39 +186,27 @@ func (p *epoll) Poll(events []Event, timeout time.Duration) (int, error) {
 	return out, nil
 }
 
-// waitNetpoll is a waiting Poll through Go's netpoller (see epoll.file): collect what
-// is ready without waiting; if nothing is, park until epfd is readable or the timeout
-// passes, and collect again. The readiness Go's netpoller records for epfd is an edge:
-// an event that arrives between the empty collection and the park has already marked
-// the file readable, so the park returns at once (no lost wake-up, the same hand-off as
-// a read that got EAGAIN in Go's net package).
+// waitNetpoll is a waiting Poll through Go's netpoller (see netpollFD.wait): collect
+// what is ready without waiting; if nothing is, park until epfd is readable or the
+// timeout passes, and collect again.
 func (p *epoll) waitNetpoll(raw []unix.EpollEvent, timeout time.Duration) (int, error) {
 	var dl time.Time
 	if timeout > 0 {
 		dl = time.Now().Add(timeout)
 	}
-	if dl != p.deadline {
-		if err := p.file.SetReadDeadline(dl); err != nil {
-			return 0, err
-		}
-		p.deadline = dl
-	}
-	// RawConn.Read forgets the readiness Go recorded before it (as every read of Go's
-	// net package does, it tries the system call first), so the first collection is
-	// not optional: an event that came after the caller's last poll is only found by it.
-	p.cRaw = raw
-	err := p.rc.Read(p.collect)
+	p.cRaw, p.cN = raw, 0
+	ok, err := p.np.wait(dl, p.collect)
 	n, werr := p.cN, p.cErr
 	p.cRaw, p.cErr = nil, nil
 	switch {
 	case werr != nil:
 		return 0, werr
-	case err == nil:
-		return n, nil
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return 0, nil
+	case err != nil:
+		return 0, err
+	case !ok:
+		return 0, nil // the timeout passed (maybe before any collection)
 	}
-	return 0, err
+	return n, nil
 }
 
 // epollReady maps epoll's bits to Ready. A hang-up or an error makes both directions
@@ -294,8 +254,8 @@ func (p *epoll) Close() error {
 	p.closeOnce.Do(func() {
 		err1 := unix.Close(p.evfd)
 		var err2 error
-		if p.file != nil {
-			err2 = p.file.Close() // closes epfd, after taking it out of Go's netpoller
+		if p.np.attached() {
+			err2 = p.np.close() // closes epfd, after taking it out of Go's netpoller
 		} else {
 			err2 = unix.Close(p.epfd)
 		}

@@ -22,7 +22,7 @@ func epollModes(t *testing.T, body func(t *testing.T, p *epoll)) {
 			epollTestNoNetpoll = blocking
 			p := newEpoll(t).(*epoll)
 			epollTestNoNetpoll = false
-			if got := p.file == nil; got != blocking {
+			if got := !p.np.attached(); got != blocking {
 				t.Fatalf("epoll waits through the netpoller: %v, want %v", !got, !blocking)
 			}
 			body(t, p)
@@ -155,7 +155,7 @@ func TestEpollNetpollWaitAllocs(t *testing.T) {
 		t.Skip("the race detector's instrumentation allocates")
 	}
 	p := newEpoll(t).(*epoll)
-	if p.file == nil {
+	if !p.np.attached() {
 		t.Skip("the runtime refused the epoll descriptor")
 	}
 	evs := make([]Event, 4)
@@ -166,4 +166,29 @@ func TestEpollNetpollWaitAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("a woken Poll(-1) allocates %v times", allocs)
 	}
+}
+
+// A Poll whose timeout passes before the netpoller calls the collection (RawConn.Read
+// checks the deadline first) reports nothing, not what the previous Poll collected.
+// Regression test: the count of the last collection was reported again, with its stale
+// events, as new events.
+func TestEpollExpiredTimeoutReportsNothingStale(t *testing.T) {
+	epollModes(t, func(t *testing.T, p *epoll) {
+		a, b := socketpairCleanup(t)
+		if err := p.Register(a, 5, Read); err != nil {
+			t.Fatal(err)
+		}
+		evs := make([]Event, 8)
+		var buf [8]byte
+		for i := range 200 {
+			unix.Write(b, []byte{1})
+			if n := pollWithin(t, p, evs, -1, 5*time.Second); n != 1 || evs[0].Token != 5 {
+				t.Fatalf("round %d: Poll(-1) = %d events %+v, want token 5", i, n, evs[:n])
+			}
+			unix.Read(a, buf[:])
+			if n := pollWithin(t, p, evs, time.Nanosecond, 5*time.Second); n != 0 {
+				t.Fatalf("round %d: Poll(1ns) with nothing ready = %d events %+v", i, n, evs[:n])
+			}
+		}
+	})
 }

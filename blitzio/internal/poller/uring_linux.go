@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -138,31 +137,16 @@ func NewIOUringConfig(cfg IOUringConfig) (Poller, error) {
 	return r, nil
 }
 
-// attachNetpoll hands the ring's descriptor to Go's netpoller (see ioUring.file). It
-// leaves file nil, and a waiting Poll blocking in io_uring_enter, if the runtime
+// attachNetpoll hands the ring's descriptor to Go's netpoller (see ioUring.np). It
+// leaves np unattached, and a waiting Poll blocking in io_uring_enter, if the runtime
 // refuses the descriptor.
 func (r *ioUring) attachNetpoll() {
 	if uringTestNoNetpoll {
 		return
 	}
-	if err := unix.SetNonblock(r.fd, true); err != nil {
-		return
+	if r.np.attach(r.fd, "io_uring") {
+		r.collect = r.cqPending
 	}
-	f := os.NewFile(uintptr(r.fd), "io_uring")
-	if f == nil {
-		return
-	}
-	rc, err := f.SyscallConn()
-	if err != nil || f.SetReadDeadline(time.Time{}) != nil {
-		// Not pollable: let go of the File without closing the ring (Fd puts it back
-		// in blocking mode and keeps the descriptor; the finalizer would close it).
-		f.Fd()
-		runtime.SetFinalizer(f, nil)
-		unix.SetNonblock(r.fd, false)
-		return
-	}
-	r.file, r.rc = f, rc
-	r.collect = r.cqPending
 }
 
 // uringTestNoNetpoll makes NewIOUring leave the ring out of Go's netpoller, so that tests
@@ -177,26 +161,14 @@ func (r *ioUring) cqPending(uintptr) bool {
 }
 
 // waitNetpoll parks the calling goroutine on Go's netpoller until the ring has
-// completions or dl passes (zero: no deadline); it reports whether completions may be
-// waiting. The readiness Go records for the ring is an edge, and RawConn.Read checks
-// cqPending after it has forgotten the readiness recorded before it: a completion
-// posted after that check marks the descriptor ready, so the park returns at once (no
-// lost wake-up; the same hand-off as a read that got EAGAIN in Go's net package).
+// completions or dl passes (zero: no deadline; see netpollFD.wait); it reports whether
+// completions may be waiting.
 func (r *ioUring) waitNetpoll(dl time.Time) (bool, error) {
-	if dl != r.deadline {
-		if err := r.file.SetReadDeadline(dl); err != nil {
-			return false, errUringClosed
-		}
-		r.deadline = dl
+	ok, err := r.np.wait(dl, r.collect)
+	if err != nil {
+		return false, errUringClosed // the descriptor was closed under the wait
 	}
-	switch err := r.rc.Read(r.collect); {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return false, nil
-	default:
-		return false, errUringClosed // the file was closed under the wait
-	}
+	return ok, nil
 }
 
 // ioUring is the io_uring backend.
@@ -276,18 +248,13 @@ type ioUring struct {
 
 	bufs *uringBufRing
 
-	// file wraps the ring's descriptor for Go's own netpoller (an io_uring descriptor is
-	// readable while completions wait in its CQ ring), and rc is its raw connection. A
-	// Poll that must wait submits without waiting, then parks its goroutine on the
-	// netpoller until the ring is readable, instead of blocking its thread in
-	// io_uring_enter: a goroutine blocked in a system call keeps its OS thread and its P
-	// until the Go scheduler's monitor takes the P back (20 us to 10 ms later), so with
-	// GOMAXPROCS=2 half of the machine would sit idle behind a parked worker while
-	// goroutines wait to run. nil when Go could not register the descriptor.
-	file     *os.File
-	rc       syscall.RawConn
-	deadline time.Time          // read deadline last set on file (Poll goroutine only)
-	collect  func(uintptr) bool // r.cqPending made once: a method value per Poll allocates
+	// np is the ring's descriptor registered with Go's netpoller (see netpollFD; an
+	// io_uring descriptor is readable while completions wait in its CQ ring). A Poll
+	// that must wait submits without waiting, then parks its goroutine until the ring is
+	// readable, instead of blocking its thread in io_uring_enter. Not attached when Go
+	// refuses the descriptor.
+	np      netpollFD
+	collect func(uintptr) bool // r.cqPending made once: a method value per Poll allocates
 
 	// Poll-only state, on the heap so that pointers handed to the kernel stay put.
 	waitArg uringGeteventsArg
@@ -1006,7 +973,7 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 			}
 			return n, nil
 		}
-		if r.file != nil {
+		if r.np.attached() {
 			// Nothing ready: submit without waiting, then wait on Go's netpoller.
 			if overflow && !flushed {
 				toSubmit, flushed = 0, true
@@ -1319,11 +1286,11 @@ func (r *ioUring) release() error {
 	if r.bufs != nil {
 		keep(r.bufs.close(r.fd)) // r.bufs stays: Buffer and Release see it closed
 	}
-	if r.file != nil {
-		// Before the rings are unmapped: Close takes the descriptor out of Go's
+	if r.np.attached() {
+		// Before the rings are unmapped: close takes the descriptor out of Go's
 		// netpoller, wakes a Poll parked on it, waits until no cqPending call is still
 		// reading the ring, and closes the descriptor.
-		keep(r.file.Close())
+		keep(r.np.close())
 		r.fd = -1
 	}
 	for _, m := range []*[]byte{&r.sqeMem, &r.cqMem, &r.ringMem} {

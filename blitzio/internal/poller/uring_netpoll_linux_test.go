@@ -22,7 +22,7 @@ func uringModes(t *testing.T, body func(t *testing.T, r *ioUring)) {
 			uringTestNoNetpoll = blocking
 			r := newTestUring(t, IOUringConfig{Entries: 8})
 			uringTestNoNetpoll = false
-			if got := r.file == nil; got != blocking {
+			if got := !r.np.attached(); got != blocking {
 				t.Fatalf("io_uring waits through the netpoller: %v, want %v", !got, !blocking)
 			}
 			body(t, r)
@@ -171,7 +171,7 @@ func TestUringNetpollWaitAllocs(t *testing.T) {
 		t.Skip("the race detector's instrumentation allocates")
 	}
 	r := newTestUring(t, IOUringConfig{Entries: 8})
-	if r.file == nil {
+	if !r.np.attached() {
 		t.Skip("the runtime refused the ring's descriptor")
 	}
 	evs := make([]Event, 4)
@@ -182,4 +182,31 @@ func TestUringNetpollWaitAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("a woken Poll(-1) allocates %v times", allocs)
 	}
+}
+
+// A Poll whose timeout passes before the netpoller looks at the ring (RawConn.Read
+// checks the deadline first) returns nothing, and the next waiting Poll still gets the
+// next event.
+func TestUringExpiredTimeoutThenEvent(t *testing.T) {
+	uringModes(t, func(t *testing.T, r *ioUring) {
+		a, b := socketpairCleanup(t)
+		if err := r.Register(a, 5, Read); err != nil {
+			t.Fatal(err)
+		}
+		evs := make([]Event, 8)
+		for range 3 {
+			r.Poll(evs, 0)
+		}
+		var buf [8]byte
+		for i := range 100 {
+			if n := pollWithin(t, r, evs, time.Nanosecond, 5*time.Second); n != 0 {
+				t.Fatalf("round %d: Poll(1ns) with nothing ready = %d events %+v", i, n, evs[:n])
+			}
+			unix.Write(b, []byte{1})
+			if n := pollWithin(t, r, evs, -1, 5*time.Second); n != 1 || evs[0].Token != 5 {
+				t.Fatalf("round %d: Poll(-1) = %d events %+v, want token 5", i, n, evs[:n])
+			}
+			unix.Read(a, buf[:])
+		}
+	})
 }
