@@ -184,17 +184,7 @@ func sortCarried[T any](c parCall, s []T, keyOf func(T) uint64, stable bool) {
 		})
 		radixTraffic.Add(int64(n) * 8)
 	}
-	starts := make([]int, nd+1)
-	t := 0
-	for d := range nd {
-		starts[d] = t
-		for ci := range nc {
-			k := counts[ci*nd+d]
-			counts[ci*nd+d] = t
-			t += k
-		}
-	}
-	starts[nd] = n
+	starts := radixOffsets(counts, nc, nd, n)
 	parChunks(c, n, size, func(ci, lo, hi int) {
 		off := counts[ci*nd : (ci+1)*nd]
 		for i := lo; i < hi; i++ {

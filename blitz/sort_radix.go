@@ -158,17 +158,7 @@ func radixSort[K radixKey](c parCall, a []K) {
 
 	// Prefix sums give every (chunk, digit) pair its output range; then each chunk
 	// scatters its keys (parallel, no two chunks write the same slot).
-	starts := make([]int, nd+1)
-	t := 0
-	for d := range nd {
-		starts[d] = t
-		for ci := range nc {
-			k := counts[ci*nd+d]
-			counts[ci*nd+d] = t
-			t += k
-		}
-	}
-	starts[nd] = n
+	starts := radixOffsets(counts, nc, nd, n)
 	parChunks(c, n, size, func(ci, lo, hi int) {
 		off := counts[ci*nd : (ci+1)*nd]
 		for _, x := range a[lo:hi] {
@@ -193,6 +183,26 @@ func radixSort[K radixKey](c parCall, a []K) {
 			}
 		})
 	})
+}
+
+// radixOffsets turns counts, the digit histograms of nc chunks (nd counts per chunk, chunk
+// by chunk), into each (chunk, digit) pair's first output index, in place, so that every
+// chunk scatters into its own slots: digit by digit, chunk by chunk within a digit, which
+// keeps the scatter stable. It returns the start of every digit's bucket, with starts[nd]
+// = n.
+func radixOffsets(counts []int, nc, nd, n int) []int {
+	starts := make([]int, nd+1)
+	t := 0
+	for d := range nd {
+		starts[d] = t
+		for ci := range nc {
+			k := counts[ci*nd+d]
+			counts[ci*nd+d] = t
+			t += k
+		}
+	}
+	starts[nd] = n
+	return starts
 }
 
 // radixTopWidth is the width of the first digit for n keys or records of size bytes.
