@@ -976,7 +976,8 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 		if r.np.attached() {
 			// Nothing ready: submit without waiting, then wait on Go's netpoller.
 			if overflow && !flushed {
-				toSubmit, flushed = 0, true
+				// Submit and flush the kernel's overflow list into the ring in one call.
+				flushed = true
 				if _, errno := uringEnter(r.fd, toSubmit, 0, uringEnterGetEvents, nil, 0); errno != 0 && !uringTransient(errno) {
 					return 0, os.NewSyscallError("io_uring_enter", errno)
 				}
