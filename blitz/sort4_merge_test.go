@@ -189,3 +189,56 @@ func TestSortFuncMergeConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// TestStableInsertionPanicKeepsPermutation panics in the comparator at every call of an
+// in-place insertion sort: the element being inserted must be back in the slice.
+func TestStableInsertionPanicKeepsPermutation(t *testing.T) {
+	in := []int{5, 3, 9, 1, 7, 2, 8, 6, 4, 0, 11, 10, 13, 12, 15, 14, 17, 16, 19, 18, 21, 20, 23, 22}
+	for after := range 200 {
+		a := slices.Clone(in)
+		calls := 0
+		func() {
+			defer func() { _ = recover() }()
+			stableInsertion(a, func(x, y int) int {
+				if calls++; calls > after {
+					panic("insertion boom")
+				}
+				return cmp.Compare(x, y)
+			})
+		}()
+		if !sameMultiset(a, in, identityKey[int]) {
+			t.Fatalf("panic after %d calls: %v is not a permutation of the input", after, a)
+		}
+		if calls <= after && !slices.IsSorted(a) {
+			t.Fatalf("no panic, yet %v is not sorted", a)
+		}
+	}
+}
+
+// TestStableLeavesAndMergeSmall checks the pointer-walking kernels at their edges: empty
+// and one-element inputs, and zero-size elements (where every element has one address).
+func TestStableLeavesAndMergeSmall(t *testing.T) {
+	for n := range 6 {
+		src := make([]int, n)
+		for i := range src {
+			src[i] = n - i
+		}
+		dst := make([]int, n)
+		stableInsertionTo(src, dst, cmp.Compare[int])
+		if !slices.IsSorted(dst) || !sameMultiset(dst, src, identityKey[int]) {
+			t.Fatalf("stableInsertionTo(%v) = %v", src, dst)
+		}
+		a := slices.Clone(src)
+		stableInsertion(a, cmp.Compare[int])
+		if !slices.Equal(a, dst) {
+			t.Fatalf("stableInsertion(%v) = %v", src, a)
+		}
+	}
+	// Zero-size elements: these must return without dividing by the element size.
+	z := make([]struct{}, 5000)
+	SortStableFunc(z, func(a, b struct{}) int { return 0 })
+	SortFunc(z, func(a, b struct{}) int { return 0 })
+	mergeSeq(z[:10], z[10:30], make([]struct{}, 30), func(a, b struct{}) int { return 0 })
+	stableInsertion(z[:30], func(a, b struct{}) int { return -1 })
+	stableInsertionTo(z[:30], make([]struct{}, 30), func(a, b struct{}) int { return -1 })
+}

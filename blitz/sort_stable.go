@@ -139,80 +139,134 @@ func stableCut(n int, skewed bool) int {
 // hole, so a is left a permutation of its input, not with one element lost and another
 // doubled.
 func stableInsertion[T any](a []T, cmp func(a, b T) int) {
-	hole := -1
+	var zero T
+	sz := int(unsafe.Sizeof(zero))
+	if len(a) < 2 || sz == 0 {
+		return
+	}
+	var hole unsafe.Pointer // nil when no element is out of a
 	var v T
 	defer func() {
-		if hole >= 0 {
-			a[hole] = v
+		if hole != nil {
+			*(*T)(hole) = v
 		}
 	}()
+	first := unsafe.Pointer(&a[0])
 	for i := 1; i < len(a); i++ {
 		v = a[i]
-		hole = i
-		for hole > 0 && cmp(v, a[hole-1]) < 0 {
-			a[hole] = a[hole-1]
-			hole--
+		hole = unsafe.Pointer(&a[i])
+		for {
+			prev := unsafe.Add(hole, -sz)
+			w := *(*T)(prev)
+			if cmp(v, w) >= 0 {
+				break
+			}
+			*(*T)(hole) = w
+			hole = prev
+			if hole == first {
+				break
+			}
 		}
-		a[hole] = v
+		*(*T)(hole) = v
 	}
-	hole = -1
+	hole = nil
 }
 
 // stableInsertionTo sorts src stably by insertion into dst (len(dst) == len(src)), leaving
-// src as it was.
+// src as it was. Like mergeSeq, it walks a pointer rather than a bounds-checked index, to
+// keep less across each call of cmp; it never moves it below dst[0].
 func stableInsertionTo[T any](src, dst []T, cmp func(a, b T) int) {
-	dst = dst[:len(src)]
-	for i, v := range src {
-		j := i
-		for j > 0 && cmp(v, dst[j-1]) < 0 {
-			dst[j] = dst[j-1]
-			j--
+	n := len(src)
+	dst = dst[:n]
+	var zero T
+	sz := int(unsafe.Sizeof(zero))
+	if n == 0 || sz == 0 {
+		copy(dst, src)
+		return
+	}
+	first := unsafe.Pointer(&dst[0])
+	dst[0] = src[0]
+	for i := 1; i < n; i++ {
+		v := src[i]
+		hole := unsafe.Pointer(&dst[i])
+		for {
+			prev := unsafe.Add(hole, -sz)
+			w := *(*T)(prev)
+			if cmp(v, w) >= 0 {
+				break
+			}
+			*(*T)(hole) = w
+			hole = prev
+			if hole == first {
+				break
+			}
 		}
-		dst[j] = v
+		*(*T)(hole) = v
 	}
 }
 
 // mergeSeq merges the sorted runs x and y into out (len(out) == len(x)+len(y)); on equal
 // keys the element of x comes first, which keeps the merge stable.
 //
-// The merge is bound by mispredicted comparisons, so what helps is having the next operands
-// ready when a misprediction resolves: the two heads are kept in variables and only the
-// consumed side is reloaded (6.2 ns per element against 6.9 for indexing both runs in every
-// iteration; merges of 2x4096 random uint64 with cmp.Compare). A branch-free step
-// (SETcc/CMOV picking the side) measured slower, 6.7-6.9 ns: the comparator's own branch
-// still mispredicts, and the next loads then wait for the comparison instead of running
-// ahead on a predicted branch. Merging from both ends at once measured 7.0-7.6 ns.
+// With a comparator called through a func value, each step costs more in the loop around
+// the call than in the comparison: Go's calling convention saves no register across a
+// call, so every value the loop keeps is stored before the call and loaded after it. A
+// step that always goes the same way (no misprediction at all) measured 3.2-3.6 ns, about
+// as much as a step of a random merge of a run into one three times as long. So the loop
+// keeps as little as it can: one pointer into each run, one into out, the last element of
+// each run, and the two heads (the heads spare a reload of the run that did not move, and
+// have the next operands ready when a misprediction resolves). Walking pointers instead of
+// three indices into bounds-checked slices made a merge of 4096 random uint64 into 12288
+// 12% faster (3.16 against 3.61 ns per element; 1:1 runs 3.84 against 4.27). The pointers
+// never pass a run's last element, as unsafe.Pointer arithmetic requires. A branch-free
+// step (SETcc/CMOV picking the side) measured slower: the comparator's own branch still
+// mispredicts, and the next loads then wait for the comparison instead of running ahead on
+// a predicted branch. Merging from both ends at once was slower too.
 func mergeSeq[T any](x, y, out []T, cmp func(a, b T) int) {
 	nx, ny := len(x), len(y)
 	out = out[:nx+ny]
-	if nx == 0 || ny == 0 {
+	var zero T
+	sz := unsafe.Sizeof(zero)
+	if nx == 0 || ny == 0 || sz == 0 {
 		k := copy(out, x)
 		copy(out[k:], y)
 		return
 	}
-	i, j, k := 0, 0, 0
+	px := unsafe.Pointer(&x[0])
+	py := unsafe.Pointer(&y[0])
+	xl := unsafe.Pointer(&x[nx-1])
+	yl := unsafe.Pointer(&y[ny-1])
+	po := unsafe.Pointer(&out[0])
 	xv, yv := x[0], y[0]
 	for {
 		if cmp(yv, xv) < 0 {
-			out[k] = yv
-			k++
-			j++
-			if j == ny {
+			*(*T)(po) = yv
+			po = unsafe.Add(po, sz)
+			if py == yl {
+				py = nil // y is used up
 				break
 			}
-			yv = y[j]
+			py = unsafe.Add(py, sz)
+			yv = *(*T)(py)
 		} else {
-			out[k] = xv
-			k++
-			i++
-			if i == nx {
+			*(*T)(po) = xv
+			po = unsafe.Add(po, sz)
+			if px == xl {
+				px = nil // x is used up
 				break
 			}
-			xv = x[i]
+			px = unsafe.Add(px, sz)
+			xv = *(*T)(px)
 		}
 	}
-	k += copy(out[k:], x[i:])
-	copy(out[k:], y[j:])
+	// po stays inside out: the loop stops as soon as one run is used up, and the other
+	// still has an element to come.
+	k := int((uintptr(po) - uintptr(unsafe.Pointer(&out[0]))) / sz)
+	if px != nil {
+		copy(out[k:], x[(uintptr(px)-uintptr(unsafe.Pointer(&x[0])))/sz:])
+	} else {
+		copy(out[k:], y[(uintptr(py)-uintptr(unsafe.Pointer(&y[0])))/sz:])
+	}
 }
 
 // sortScratch returns a scratch slice of n elements of T for a merge sort and the function
