@@ -46,8 +46,9 @@
 //     Partition, and the sources Chunks, Zip, Chain and Range;
 //   - iter.Seq: ForEachSeq consumes a sequence in parallel batches, MapSeq returns the
 //     results as a sequence that stops the work when the loop breaks;
-//   - sorts: Sort and SortDesc (a parallel radix sort for integer and float types,
-//     pattern-defeating quicksort otherwise), SortFunc, SortByKey, SortByCachedKey, and
+//   - sorts: Sort and SortDesc (a parallel radix sort for integer, float and string
+//     types), SortFunc (pattern-defeating quicksort, or a merge sort for small
+//     pointer-free elements with a cheap comparator), SortByKey, SortByCachedKey, and
 //     the stable SortStableFunc (parallel merge sort).
 //
 // The comment at the top of par_options.go explains how these fit together (grain,
