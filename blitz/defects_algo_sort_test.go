@@ -378,6 +378,8 @@ func fuzzLyingBody(t *testing.T, data []byte, answers []byte) {
 	}
 	for name, sortFn := range map[string]func(s []int){
 		"SortFunc":       func(s []int) { SortFunc(s, lie, opts...) },
+		"SortFunc/merge": func(s []int) { withSortFuncPath(1, func() { SortFunc(s, lie, opts...) }) },
+		"SortFunc/pdq":   func(s []int) { withSortFuncPath(-1, func() { SortFunc(s, lie, opts...) }) },
 		"SortStableFunc": func(s []int) { SortStableFunc(s, lie, opts...) },
 		"SortByKey":      func(s []int) { SortByKey(s, func(x int) int { return lie(x, 0) }, opts...) },
 		"SortByCachedKey": func(s []int) {

@@ -265,6 +265,13 @@ func FuzzSortFunc(f *testing.F) {
 		SortFunc(got, byMod, opts...)
 		// Unstable: compare keys only.
 		checkSorted(t, "SortFunc", got, want, func(a, b byte) bool { return int(a)%m == int(b)%m })
+		// Fuzz inputs are too small (and too repetitive) for SortFunc to choose its merge
+		// sort by itself (see sortFuncByMerge): force each algorithm.
+		for _, path := range []int{1, -1} {
+			got = slices.Clone(data)
+			withSortFuncPath(path, func() { SortFunc(got, byMod, opts...) })
+			checkSorted(t, fmt.Sprintf("SortFunc (path %+d)", path), got, want, func(a, b byte) bool { return int(a)%m == int(b)%m })
+		}
 		got = slices.Clone(data)
 		SortByKey(got, func(b byte) int { return int(b) % m }, opts...)
 		checkSorted(t, "SortByKey", got, want, func(a, b byte) bool { return int(a)%m == int(b)%m })
