@@ -3,7 +3,7 @@ package tsync
 import (
 	"errors"
 	"fmt"
-	"sync"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -59,63 +59,121 @@ func (e *LagError) Error() string {
 func (e *LagError) Is(target error) bool { return target == ErrLagged }
 
 // waitSet is a channel end's list of waiting futures: receivers waiting for a value, or
-// senders waiting for room. The fast path of the other side reads only n (one atomic
-// load) and takes the mutex only when someone waits, so a channel whose peer is not
-// waiting never wakes anyone.
+// senders waiting for room. The fast path of the other side is one atomic load of state
+// (the count of waiters) and nothing else when nobody waits, so a channel whose peer is
+// not waiting never wakes anyone.
 //
 // The lost wake-up it prevents is the classic store-buffer race: a receiver finds the
 // ring empty and goes to sleep while a sender, having just filled a slot, sees nobody
-// waiting. A waiter therefore registers first (n incremented) and then tries the
-// operation again; the other side publishes its operation first (an atomic store) and
-// then loads n. Go's atomics are sequentially consistent, so at least one of the two
-// sees the other: the waiter finds the value, or the sender finds the waiter.
+// waiting. A waiter therefore registers first (the count it publishes when it unlocks
+// includes it) and then tries the operation again; the other side publishes its
+// operation first (an atomic store) and then loads state. Go's atomics are sequentially
+// consistent, so at least one of the two sees the other: the waiter finds the value, or
+// the sender finds the waiter. A notifier that finds the set locked with a count of zero
+// may leave: whoever holds the lock publishes a new count only by its unlock, after the
+// notifier's load, so a waiter registering then retries after the notifier published.
+//
+// The lock and the count share one word, so a registration or a notification costs one
+// CAS (lock) and one store (unlock, publishing the new count), where a sync.Mutex and a
+// separate counter cost four atomic writes: a request/reply pays for two of these per
+// round trip. Critical sections are a few pointer writes and never call out (wakers run
+// after the unlock), so a contender spins briefly and then yields its goroutine.
 type waitSet struct {
-	n  atomic.Int32 // number of queued waiters; written under mu, read without it
-	mu sync.Mutex
-	l  waitList
+	state atomic.Uint64 // wsLocked | count<<1
+	l     waitList      // guarded by the lock bit
 }
+
+const (
+	wsLocked uint64 = 1 // state: a goroutine holds the set's lock
+	wsOne    uint64 = 2 // state: one queued waiter
+)
+
+// waiting reports whether a waiter may be queued (the lock-free check of a notifier).
+func (s *waitSet) waiting() bool { return s.state.Load() >= wsOne }
+
+// lock takes the set's lock and returns the state to pass, updated, to unlock.
+func (s *waitSet) lock() uint64 {
+	// The CAS expects the word unlocked, so it fails (and we wait) if it is locked.
+	if st := s.state.Load() &^ wsLocked; s.state.CompareAndSwap(st, st|wsLocked) {
+		return st
+	}
+	return s.lockSlow()
+}
+
+// lockSlow waits for the lock. The holder runs a few pointer writes (or, for notifyAll,
+// one unlink per waiter) and never blocks, so a short spin usually suffices; after it
+// we yield, so a holder that was preempted gets a CPU (the pattern of blitzio's join
+// lock).
+//
+//go:noinline
+func (s *waitSet) lockSlow() uint64 {
+	for i := 0; ; i++ {
+		st := s.state.Load()
+		if st&wsLocked == 0 && s.state.CompareAndSwap(st, st|wsLocked) {
+			return st
+		}
+		if i >= wsSpins {
+			runtime.Gosched()
+		}
+	}
+}
+
+// wsSpins is how many times lockSlow looks at the lock before it starts yielding.
+const wsSpins = 32
+
+// unlock releases the lock, publishing st (the state lock returned, with the count
+// changed by what the holder did) in the same store.
+func (s *waitSet) unlock(st uint64) { s.state.Store(st &^ wsLocked) }
 
 // register queues n with waker wk, or refreshes the waker of an already queued n. A
 // node that was notified since its last registration is queued again at the back (what
 // it was woken for was taken by someone else first).
 func (s *waitSet) register(n *waitNode, wk blitzio.Waker) {
 	w := &n.w
-	s.mu.Lock()
+	st := s.lock()
 	if w.queued {
 		if !w.waker.WillWake(wk) {
 			w.waker = wk
 		}
 	} else {
-		n.popped.Store(false)
+		// A new registration: pop's mark of an earlier one (popped == the old gen) no
+		// longer matches, so nothing needs resetting (one atomic write fewer).
+		n.gen++
 		w.notified = false
 		w.waker = wk
 		s.l.pushBack(w)
-		s.n.Add(1)
+		st += wsOne
 	}
-	s.mu.Unlock()
+	s.unlock(st)
 }
 
 // deregister takes n out of the set and reports whether it had been notified (unlinked
 // by a notifier) since it registered: a waiter that leaves without using what it was
 // woken for must pass the notification on (see passOn).
 func (s *waitSet) deregister(n *waitNode) (notified bool) {
-	if n.popped.Load() {
-		// A notifier unlinked n and its last write to n was this flag (under mu, which
-		// orders it after everything else it did to n): nothing to undo, no lock needed.
-		// This is the common case of a receiver woken for a value.
+	if n.popped.Load() == n.gen {
+		// A notifier unlinked n in this registration, and its last write to n was
+		// popped (under the lock, which orders it after everything else it did to n):
+		// nothing to undo, no lock needed. This is the common case of a receiver
+		// woken for a value.
 		return true
 	}
+	return s.deregisterSlow(n)
+}
+
+//go:noinline
+func (s *waitSet) deregisterSlow(n *waitNode) (notified bool) {
 	w := &n.w
-	s.mu.Lock()
+	st := s.lock()
 	if w.queued {
 		s.l.remove(w)
-		s.n.Add(-1)
+		st -= wsOne
 	} else {
 		notified = w.notified
 	}
 	w.notified = false
 	w.waker = blitzio.Waker{}
-	s.mu.Unlock()
+	s.unlock(st)
 	return notified
 }
 
@@ -124,29 +182,39 @@ func (s *waitSet) deregister(n *waitNode) (notified bool) {
 // are the same.
 func nodeOf(w *waiter) *waitNode { return (*waitNode)(unsafe.Pointer(w)) }
 
-// pop unlinks the oldest waiter and returns its waker; the caller holds mu.
-func (s *waitSet) pop() (blitzio.Waker, bool) {
+// pop unlinks the oldest waiter and returns its waker; the caller holds the lock and
+// passes the state lock returned, which pop updates.
+func (s *waitSet) pop(st *uint64) (blitzio.Waker, bool) {
 	w := s.l.popFront()
 	if w == nil {
 		return blitzio.Waker{}, false
 	}
-	s.n.Add(-1)
+	*st -= wsOne
 	w.notified = true
 	wk := w.waker
 	w.waker = blitzio.Waker{}
-	nodeOf(w).popped.Store(true) // last write to the node: see deregister
+	n := nodeOf(w)
+	n.popped.Store(n.gen) // last write to the node: see deregister
 	return wk, true
 }
 
 // notifyOne wakes the oldest waiter, if any. cx is the caller's poll Context or nil: a
-// task handing a value to another wakes it into its worker's LIFO slot.
+// task handing a value to another wakes it into its worker's LIFO slot. When nobody
+// waits it costs one atomic load and no call.
 func (s *waitSet) notifyOne(cx *blitzio.Context) {
-	if s.n.Load() == 0 {
+	if s.waiting() {
+		s.notifyOneSlow(cx)
+	}
+}
+
+//go:noinline
+func (s *waitSet) notifyOneSlow(cx *blitzio.Context) {
+	st := s.lock()
+	wk, ok := s.pop(&st)
+	s.unlock(st)
+	if !ok {
 		return
 	}
-	s.mu.Lock()
-	wk, _ := s.pop()
-	s.mu.Unlock()
 	if cx != nil {
 		wk.WakeFrom(cx)
 	} else {
@@ -156,19 +224,19 @@ func (s *waitSet) notifyOne(cx *blitzio.Context) {
 
 // notifyAll wakes every waiter (a close, a broadcast value, a watch change).
 func (s *waitSet) notifyAll(cx *blitzio.Context) {
-	if s.n.Load() == 0 {
+	if !s.waiting() {
 		return
 	}
 	var wl wakeList
-	s.mu.Lock()
+	st := s.lock()
 	for {
-		wk, ok := s.pop()
+		wk, ok := s.pop(&st)
 		if !ok {
 			break
 		}
 		wl.add(wk)
 	}
-	s.mu.Unlock()
+	s.unlock(st)
 	if len(wl.more) == 0 {
 		wl.wake(cx) // one waiter: nobody else to strand if its waker panics
 		return
@@ -226,9 +294,12 @@ type Source[T any] interface {
 // allocates nothing) and whether it is registered.
 type waitNode struct {
 	w waiter // first field: see nodeOf
-	// popped is set by the notifier that unlinked the node, so the owner can tell
-	// without the lock that it is no longer queued.
-	popped     atomic.Bool
+	// gen counts the node's registrations (written by the owner under the set's lock,
+	// read by notifiers under it). popped is set to gen by the notifier that unlinked
+	// the node, so the owner can tell without the lock that it is no longer queued: it
+	// compares the two, and a new registration needs no reset. 64 bits never wrap.
+	gen        uint64
+	popped     atomic.Uint64
 	registered bool // owned by the future
 }
 
@@ -246,11 +317,12 @@ func (n *waitNode) leave(s *waitSet, cx *blitzio.Context) {
 // quiet deregisters the node after it took what it waited for: a notification it
 // received was used, so nothing is passed on.
 func (n *waitNode) quiet(s *waitSet) {
-	if !n.registered {
-		return
+	if n.registered {
+		n.registered = false
+		if n.popped.Load() != n.gen { // else popped: see deregister
+			s.deregisterSlow(n)
+		}
 	}
-	n.registered = false
-	s.deregister(n)
 }
 
 func (n *waitNode) register(s *waitSet, cx *blitzio.Context) {

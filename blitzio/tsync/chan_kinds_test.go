@@ -3,6 +3,7 @@ package tsync
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -998,5 +999,28 @@ func TestWatchSendFromTask(t *testing.T) {
 	tx.Close()
 	if err := tx.SendFrom(nil, 6); !errors.Is(err, ErrClosed) {
 		t.Fatalf("SendFrom through a closed handle = %v", err)
+	}
+}
+
+// TestOneshotAllocationSize checks that NewOneshot of a word-sized value is one
+// allocation in the 48-byte size class: the receiver keeps what a ready Poll returned
+// in the shared state word (osKept) instead of a field of its own, which would push the
+// allocation into the 64-byte class.
+func TestOneshotAllocationSize(t *testing.T) {
+	const n = 10000
+	keep := make([]*OneshotReceiver[int], n)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range keep {
+		_, keep[i] = NewOneshot[int]()
+	}
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(keep)
+	objs := after.Mallocs - before.Mallocs
+	perOne := float64(after.TotalAlloc-before.TotalAlloc) / n
+	// A little slack for whatever else the process allocates meanwhile.
+	if objs > n+n/10 || perOne > 52 {
+		t.Fatalf("NewOneshot[int]: %d objects and %.1f bytes per call, want 1 object of 48 bytes", objs, perOne)
 	}
 }

@@ -26,6 +26,7 @@ const (
 	osRxClosed                    // the receiver closed
 	osTaken                       // the receiver took v
 	osWaker                       // waker holds the receiver's waker
+	osKept                        // with osTaken: Poll took v and left it in v, for a re-poll
 )
 
 type oneshot[T any] struct {
@@ -128,19 +129,12 @@ func (s *OneshotSender[T]) IsClosed() bool {
 // was ready, it returns the same result. Close it if you stop waiting, so that the
 // sender can see nobody listens.
 type OneshotReceiver[T any] struct {
+	// c is all the receiver holds: what a ready Poll returned is in c's state (osKept:
+	// the value, left in c.v; or a closed state, which never changes back), so a later
+	// Poll returns it again. Keeping no copy and no flag here makes NewOneshot one
+	// allocation of 48 bytes for a word-sized T (a request/reply pays it per request).
 	c *oneshot[T]
-	// done is what Poll returned once ready (rxValue or rxClosed), so a later Poll returns
-	// it again. The value itself stays in c.v (take leaves it there): the receiver holds
-	// no copy, which keeps the allocation of NewOneshot one size class smaller.
-	done uint8
 }
-
-// OneshotReceiver.done values.
-const (
-	rxWaiting uint8 = iota
-	rxValue         // Poll returned the value, which is in c.v
-	rxClosed        // Poll returned ErrClosed
-)
 
 func (r *OneshotReceiver[T]) chanFor(op string) *oneshot[T] {
 	if r == nil || r.c == nil {
@@ -151,8 +145,8 @@ func (r *OneshotReceiver[T]) chanFor(op string) *oneshot[T] {
 
 // take returns the result if the value was sent or the sender closed; with reg, it
 // otherwise stores wk so that the sender wakes it. With keep, a value taken stays in
-// c.v, where a later Poll reads it again; otherwise it is cleared, so that the oneshot
-// does not keep it alive.
+// c.v, where a later Poll reads it again (osKept marks it); otherwise it is cleared, so
+// that the oneshot does not keep it alive.
 func (r *OneshotReceiver[T]) take(wk blitzio.Waker, reg, keep bool) (blitzio.Result[T], bool) {
 	c := r.c
 	for {
@@ -161,7 +155,11 @@ func (r *OneshotReceiver[T]) take(wk blitzio.Waker, reg, keep bool) (blitzio.Res
 		case st&(osRxClosed|osTaken) != 0:
 			return blitzio.Result[T]{Err: ErrClosed}, true // closed, or taken earlier
 		case st&osSent != 0:
-			if !c.state.CompareAndSwap(st, st|osTaken) {
+			next := st | osTaken
+			if keep {
+				next |= osKept
+			}
+			if !c.state.CompareAndSwap(st, next) {
 				continue
 			}
 			v := c.v
@@ -193,24 +191,23 @@ func (r *OneshotReceiver[T]) take(wk blitzio.Waker, reg, keep bool) (blitzio.Res
 
 // Poll receives the value, or waits for it.
 func (r *OneshotReceiver[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
-	r.chanFor("OneshotReceiver.Poll")
-	switch r.done {
-	case rxValue:
-		return blitzio.Result[T]{Value: r.c.v}, true
-	case rxClosed:
+	c := r.chanFor("OneshotReceiver.Poll")
+	st := c.state.Load()
+	switch {
+	case st&osKept != 0:
+		// Ready before: the same value again. Nothing writes c.v after the CAS that
+		// set osKept (Close leaves a taken value alone).
+		return blitzio.Result[T]{Value: c.v}, true
+	case st&(osTaken|osTxClosed|osRxClosed) != 0:
+		// Closed, or the value went to TryRecv or Recv (osTxClosed never comes with a
+		// value): these states are final, so a Poll that returned ErrClosed returns it
+		// again.
 		return blitzio.Result[T]{Err: ErrClosed}, true
 	}
 	if !cx.ConsumeBudget() {
 		return blitzio.Result[T]{}, false
 	}
-	res, ok := r.take(cx.Waker(), true, true)
-	if ok {
-		r.done = rxValue
-		if res.Err != nil {
-			r.done = rxClosed
-		}
-	}
-	return res, ok
+	return r.take(cx.Waker(), true, true)
 }
 
 // Drop closes the receiver (blitzio.Dropper): a value not yet received is discarded.

@@ -36,11 +36,26 @@ type Mutex struct {
 	// state is mLocked | mWaiters | mWoken | mHandOff | generation<<mGenShift. The
 	// generation counts releases: a guard remembers the generation it was issued in, so
 	// a second Unlock of it (or of a copy) finds a newer generation and panics.
-	state atomic.Uint64
+	state mutexState
 	// mu guards waiters and every waiter node queued in it; mWaiters and mHandOff change
 	// only under mu, and so does every setting of mWoken.
 	mu      sync.Mutex
 	waiters waitList
+}
+
+// mutexState is the Mutex's state word: an atomic.Uint64 whose hot callers can reach
+// the word itself. Unlock and UnlockFrom call atomic.CompareAndSwapUint64 on v
+// directly; through a method their inlining cost goes past the compiler's budget, and
+// the uncontended Unlock would pay a call.
+type mutexState struct {
+	_ [0]atomic.Uint64 // 64-bit alignment of v on 32-bit platforms, as atomic.Uint64 has
+	v uint64
+}
+
+func (s *mutexState) Load() uint64 { return atomic.LoadUint64(&s.v) }
+
+func (s *mutexState) CompareAndSwap(old, new uint64) bool {
+	return atomic.CompareAndSwapUint64(&s.v, old, new)
 }
 
 // The bits of Mutex.state below the generation. Invariants (each transition below keeps
@@ -176,7 +191,14 @@ func (m *Mutex) IsLocked() bool { return m.state.Load()&mLocked != 0 }
 // mode: hands the lock to it). It panics if the guard was already unlocked (through this
 // copy or another) or is the zero guard.
 func (g MutexGuard) Unlock() {
-	if !g.releaseAlone() {
+	// The fast path, one CAS and no load: if the state word is exactly this guard's
+	// hold (locked, no waiter, no wake outstanding, normal mode), releasing is adding
+	// one generation and clearing mLocked. A load first would cost more than it saves:
+	// it waits for the CAS that took the lock (a locked instruction orders every later
+	// load), and the CAS fails only when somebody waits, where the slow path's work
+	// dwarfs it. It is written out here and in UnlockFrom so that both inline (see
+	// mutexState).
+	if g.m == nil || !atomic.CompareAndSwapUint64(&g.m.state.v, g.held, g.held+(mGenOne-mLocked)) {
 		g.unlockSlow(nil)
 	}
 }
@@ -185,20 +207,10 @@ func (g MutexGuard) Unlock() {
 // runs next on this worker (blitzio.Waker.WakeFrom), which keeps a hot lock on one
 // worker's cache.
 func (g MutexGuard) UnlockFrom(cx *blitzio.Context) {
-	if !g.releaseAlone() {
+	// Unlock's fast path.
+	if g.m == nil || !atomic.CompareAndSwapUint64(&g.m.state.v, g.held, g.held+(mGenOne-mLocked)) {
 		g.unlockSlow(cx)
 	}
-}
-
-// releaseAlone is the fast path of Unlock, one CAS and no load: if the state word is
-// exactly this guard's hold (locked, no waiter, no wake outstanding, normal mode),
-// releasing is adding one generation and clearing mLocked. A load first would cost
-// more than it saves: it waits for the CAS that took the lock (a locked instruction
-// orders every later load), and the CAS fails only when somebody waits, where the
-// slow path's work dwarfs it.
-func (g MutexGuard) releaseAlone() bool {
-	m := g.m
-	return m != nil && m.state.CompareAndSwap(g.held, g.held+(mGenOne-mLocked))
 }
 
 // release is the fast path of a contended Unlock, also one load and one CAS: in normal

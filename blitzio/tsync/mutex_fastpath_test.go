@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestMutexUnlockFastPathWithWaiters: the one-CAS fast path of Unlock succeeds only when
@@ -111,4 +112,30 @@ func TestMutexConcurrentDoubleUnlock(t *testing.T) {
 			t.Fatal("locked after a fresh lock and unlock")
 		}
 	}
+}
+
+// TestMutexStateAligned checks that the state word, a plain uint64 used with the
+// sync/atomic functions (see mutexState), is 64-bit aligned wherever a Mutex lives,
+// even in a struct after a smaller field on a 32-bit platform, where a misaligned
+// 64-bit atomic operation panics. (On 64-bit platforms it holds trivially; run the
+// test with GOARCH=386 to see it matter.)
+func TestMutexStateAligned(t *testing.T) {
+	var x struct {
+		b byte
+		m Mutex
+	}
+	var y struct {
+		b [3]byte
+		m MutexOf[byte]
+	}
+	for _, p := range []*uint64{&x.m.state.v, &y.m.mu.state.v} {
+		if a := uintptr(unsafe.Pointer(p)); a%8 != 0 {
+			t.Fatalf("Mutex state word at %#x is not 64-bit aligned", a)
+		}
+	}
+	// And the atomics work on it there.
+	g := x.m.Lock()
+	g.Unlock()
+	gy := y.m.Lock()
+	gy.Unlock()
 }
