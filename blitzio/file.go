@@ -272,7 +272,7 @@ func (f *positioned) startRing(cx *Context) bool {
 		// In the page cache: read it here, straight into p. A short read (end of file,
 		// or only part of the range cached) goes on below, which gives ReadAt's exact
 		// semantics.
-		if n, ok, _ := readNoWait(b.f, &b.nw, f.p, f.off); ok && n == len(f.p) {
+		if n, ok := readNoWait(b, f.p, f.off); ok && n == len(f.p) {
 			f.state, f.res = posDone, Result[int]{Value: n}
 			return false
 		}

@@ -3,7 +3,6 @@ package blitzio
 import (
 	"io/fs"
 	"sync/atomic"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -101,17 +100,6 @@ func openCached(name string, flags int) (int, error) {
 	default: // EAGAIN: not all cached
 		return -1, nil
 	}
-}
-
-// preadNoWait is preadv2(fd, [p], off, RWF_NOWAIT) with the iovec on the stack.
-func preadNoWait(fd int, p []byte, off int64) (int, unix.Errno) {
-	var iov unix.Iovec
-	iov.Base = &p[0]
-	iov.SetLen(len(p))
-	lo := uintptr(off)
-	hi := uintptr(uint64(off) >> (unix.SizeofLong*8 - 1) >> 1)
-	r, _, e := unix.Syscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1, lo, hi, unix.RWF_NOWAIT)
-	return int(r), e
 }
 
 // unixFadviseDontNeed drops fd's clean pages from the page cache (tests use it to make
