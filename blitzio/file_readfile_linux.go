@@ -51,6 +51,7 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 	defer unix.Close(fd)
 	// As os.ReadFile: room for the size and one byte more, so that the end of the file
 	// shows as a read of 0 without growing the buffer.
+	sizeSeen := int64(stx.Size)
 	size := int(stx.Size)
 	if int64(size) != int64(stx.Size) || size < 0 {
 		return nil, false, nil
@@ -64,6 +65,7 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
 		}
+		want := cap(data) - len(data)
 		n, errno := preadNoWait(fd, data[len(data):cap(data)], int64(len(data)))
 		switch {
 		case errno == unix.EINTR:
@@ -76,6 +78,15 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 			return data, true, nil
 		}
 		data = data[:len(data)+n]
+		if n < want && int64(len(data)) >= sizeSeen && sizeSeen > 0 {
+			// A short read that reaches the size statx reported is the end of the
+			// file: the read of 0 that os.ReadFile makes to see it (a system call in
+			// seven here) would only confirm it. Bytes appended since the statx are
+			// left out, as they would be by a ReadFile that ran a moment earlier; a
+			// size of 0 proves nothing (procfs reports 0 for files with content), so
+			// those files are read until a read of 0.
+			return data, true, nil
+		}
 	}
 }
 

@@ -232,3 +232,40 @@ func TestReadFileFIFOWriterWaitingFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestReadFileNoWaitPartlyCached: a file whose first page is cached and the rest not.
+// The worker's first read comes back short (RWF_NOWAIT stops where the cache does)
+// before the size statx reported: that is not the end of the file, so the worker must
+// go on and decline at the miss (the pool then reads it all), never return the short
+// prefix as the whole file. ReadFile returns every byte either way.
+func TestReadFileNoWaitPartlyCached(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "f")
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<14) // 256 KiB
+	if err := os.WriteFile(name, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Sync()
+	fadviseDontNeed(t, f)
+	f.ReadAt(make([]byte, 4096), 0) // only the first page back in the cache
+	got, ok, err := readFileNoWait(name)
+	if readFileNoWaitOff.Load() {
+		t.Skip("openat2 RESOLVE_CACHED or statx unavailable here")
+	}
+	switch {
+	case err != nil:
+		t.Fatalf("readFileNoWait: %v", err)
+	case ok && !bytes.Equal(got, want):
+		t.Fatalf("the worker returned %d bytes of a %d-byte file", len(got), len(want))
+	case ok:
+		t.Log("the whole file was cached after all (readahead): nothing declined")
+	}
+	rt := fileRT(t)
+	if got := must(t, rt, ReadFile(name)); !bytes.Equal(got, want) {
+		t.Fatalf("ReadFile: %d bytes, want %d", len(got), len(want))
+	}
+}
