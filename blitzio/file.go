@@ -188,15 +188,25 @@ func (f *File) Close() Future[Result[struct{}]] {
 // call works on a buffer the operation owns, and a read copies into the caller's slice
 // only when it is polled to completion: a dropped ReadAt never writes into p.
 type positioned struct {
-	b     *blockingIO
-	off   int64
-	write bool
-	p     []byte // ReadAt: the caller's slice
-	buf   []byte // WriteAt: the bytes to write (a copy); ReadAt on the pool: its buffer
-	ring  *ringOp
-	h     JoinHandle[Result[int]]
-	state uint8
+	b *blockingIO
+	// p is the caller's slice for a ReadAt, the bytes to write (a copy) for a WriteAt.
+	p    []byte
+	off  int64
+	ring *ringOp
+	// pool is the operation on the blocking pool, if it went there. It is apart
+	// because a cached read (the common case) never needs it: the future, allocated
+	// by every ReadAt, stays in a smaller size class (96 bytes instead of 128).
+	pool  *positionedPool
 	res   Result[int]
+	state uint8
+	write bool
+}
+
+// positionedPool is a positioned operation on the blocking pool: its handle, and for a read
+// the buffer the pool's goroutine fills (copied into p only when the future completes).
+type positionedPool struct {
+	h   JoinHandle[Result[int]]
+	buf []byte
 }
 
 // positioned states.
@@ -242,7 +252,7 @@ func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 			return f.res, true
 		}
 	}
-	r, ok := f.h.Poll(cx)
+	r, ok := f.pool.h.Poll(cx)
 	if !ok {
 		return Result[int]{}, false
 	}
@@ -252,10 +262,10 @@ func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 	} else {
 		f.res = r.Value
 		if !f.write {
-			copy(f.p, f.buf[:f.res.Value])
+			copy(f.p, f.pool.buf[:f.res.Value])
 		}
 	}
-	f.buf = nil
+	f.pool = nil
 	return f.res, true
 }
 
@@ -288,7 +298,7 @@ func (f *positioned) startRing(cx *Context) bool {
 		err error
 	)
 	if f.write {
-		r, err = rf.start(cx.rt.io, &b.refs, b.fd, true, true, f.buf, len(f.buf), f.off)
+		r, err = rf.start(cx.rt.io, &b.refs, b.fd, true, true, f.p, len(f.p), f.off)
 	} else {
 		r, err = rf.start(cx.rt.io, &b.refs, b.fd, false, true, nil, len(f.p), f.off)
 	}
@@ -301,16 +311,18 @@ func (f *positioned) startRing(cx *Context) bool {
 
 func (f *positioned) startPool(cx *Context) {
 	file, off := f.b.f, f.off
+	pool := &positionedPool{}
 	var call func(buf []byte) (int, error)
 	if f.write {
+		pool.buf = f.p
 		call = func(buf []byte) (int, error) { return file.WriteAt(buf, off) }
 	} else {
-		f.buf = make([]byte, len(f.p))
+		pool.buf = make([]byte, len(f.p))
 		call = func(buf []byte) (int, error) { return file.ReadAt(buf, off) }
 	}
-	buf := f.buf
-	f.state = posPool
-	f.h = SpawnBlocking(cx, func() Result[int] {
+	buf := pool.buf
+	f.pool, f.state = pool, posPool
+	pool.h = SpawnBlocking(cx, func() Result[int] {
 		n, err := call(buf)
 		return Result[int]{Value: n, Err: err}
 	})
@@ -323,7 +335,10 @@ func (f *positioned) finishRing(n int, err error) {
 	}
 	f.ring.release()
 	f.ring = nil
-	f.state, f.buf = posDone, nil
+	f.state = posDone
+	if f.write {
+		f.p = nil // the copy is no longer needed
+	}
 	switch {
 	case err != nil:
 		op := "read"
@@ -363,7 +378,7 @@ func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
 // progress cannot be taken back (on the ring, the cancellation stops only a write the
 // kernel has not started).
 func (f *File) WriteAt(p []byte, off int64) Future[Result[int]] {
-	return &positioned{b: f.b, write: true, buf: append([]byte(nil), p...), off: off}
+	return &positioned{b: f.b, write: true, p: append([]byte(nil), p...), off: off}
 }
 
 // OpenOptions says how to open a file, the fields of Rust's OpenOptions (and of

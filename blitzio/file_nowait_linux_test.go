@@ -1,0 +1,207 @@
+//go:build linux
+
+package blitzio
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// evictedFile writes size bytes of a pattern to a fresh file, opens it with blitzio on
+// rt, and drops its pages from the page cache; it skips the test when the pages stay
+// cached (a file system that ignores POSIX_FADV_DONTNEED).
+func evictedFile(t *testing.T, rt *Runtime, size int) (*File, []byte) {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "f")
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i*7 + i>>12)
+	}
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := must(t, rt, Open(name))
+	if err := f.OSFile().Sync(); err != nil {
+		t.Fatal(err)
+	}
+	fadviseDontNeed(t, f.OSFile())
+	if _, ok := readNoWait(f.b, make([]byte, 4096), int64(size/2)); ok {
+		t.Skip("a page was still cached after POSIX_FADV_DONTNEED: cannot make reads miss here")
+	}
+	return f, data
+}
+
+// TestReadAtMissFallsBack: in the default mode, ReadAt of pages that are not in the
+// page cache fails on the worker (EAGAIN from preadv2 RWF_NOWAIT) and is done by the
+// ring or the pool, with the right bytes; the worker records the misses.
+func TestReadAtMissFallsBack(t *testing.T) {
+	t.Setenv(fileIOEnv, "auto")
+	for _, backend := range []Backend{BackendEpoll, BackendIOUring} {
+		t.Run(fmt.Sprint(backend), func(t *testing.T) {
+			rt, err := New(Config{Workers: 2, Backend: backend})
+			if err != nil {
+				t.Skipf("backend unavailable: %v", err)
+			}
+			defer rt.Close()
+			const size = 1 << 20
+			f, data := evictedFile(t, rt, size)
+			before := f.b.nw.misses.Load()
+			for _, off := range []int64{0, 4096, size - 8192, 300_000} {
+				p := make([]byte, 8192)
+				n := must(t, rt, f.ReadAt(p, off))
+				if n != len(p) || !bytes.Equal(p, data[off:off+int64(n)]) {
+					t.Fatalf("ReadAt(8192, %d): %d bytes, wrong content", off, n)
+				}
+			}
+			if f.b.nw.misses.Load() == before && f.b.nw.misses.Load() == 0 {
+				t.Error("no read missed on the worker: the EAGAIN path was not taken")
+			}
+			must(t, rt, f.Close())
+		})
+	}
+}
+
+// TestReadAtDroppedAfterMiss drops ReadAt futures that missed the page cache on the
+// worker and went to the ring or the pool, at random points: the caller's slice is
+// never written after Drop, and Close still completes (every operation let go of the
+// descriptor).
+func TestReadAtDroppedAfterMiss(t *testing.T) {
+	t.Setenv(fileIOEnv, "auto")
+	rt := fileRT(t)
+	const size = 4 << 20
+	f, _ := evictedFile(t, rt, size)
+	var woken atomic.Int64
+	cx := NewContext(rt, WakerFunc(func() { woken.Add(1) }))
+	var bufs [][]byte
+	for i := range 64 {
+		p := bytes.Repeat([]byte{'z'}, 16<<10)
+		fut := f.ReadAt(p, int64(i)*(size/64))
+		if _, ok := fut.Poll(cx); ok {
+			continue // served at once (readahead brought it in): nothing to drop
+		}
+		for range i % 3 {
+			runtime.Gosched()
+		}
+		Drop(fut)
+		bufs = append(bufs, p)
+	}
+	if len(bufs) == 0 {
+		t.Skip("every read was served at once")
+	}
+	// Let any operation still running finish, then check the slices.
+	done := make(chan struct{})
+	go func() { BlockOn(rt, f.Close()); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("Close did not complete after the dropped reads\n%s", buf[:runtime.Stack(buf, true)])
+	}
+	for i, p := range bufs {
+		if j := bytes.IndexFunc(p, func(r rune) bool { return r != 'z' }); j >= 0 {
+			t.Fatalf("dropped read %d: the caller's slice was written at %d", i, j)
+		}
+	}
+}
+
+// TestReadAtAfterClose: a ReadAt started once Close has begun does not use the
+// descriptor number (another open may have it by then): it fails with fs.ErrClosed.
+func TestReadAtAfterClose(t *testing.T) {
+	rt := fileRT(t)
+	name := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(name, make([]byte, 8192), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := must(t, rt, Open(name))
+	fut := f.ReadAt(make([]byte, 4096), 0) // made before Close, polled after
+	must(t, rt, f.Close())
+	for _, fut := range []Future[Result[int]]{fut, f.ReadAt(make([]byte, 4096), 0)} {
+		if _, err := run(t, rt, fut).Get(); !errors.Is(err, fs.ErrClosed) {
+			t.Fatalf("ReadAt after Close: %v, want fs.ErrClosed", err)
+		}
+	}
+}
+
+// TestReadAtRacingClose: tasks read a file while another task closes it and at once
+// opens a second file, which is likely to get the same descriptor number. The worker's
+// reads use the number directly, so without the File's operation count a read could
+// reach the second file: every read must return the first file's bytes or an error.
+func TestReadAtRacingClose(t *testing.T) {
+	t.Setenv(fileIOEnv, "auto")
+	rt := fileRT(t)
+	dir := t.TempDir()
+	nameA, nameB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if err := os.WriteFile(nameA, bytes.Repeat([]byte("A"), 1<<16), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nameB, bytes.Repeat([]byte("B"), 1<<16), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rounds := 200
+	if testing.Short() {
+		rounds = 30
+	}
+	var others []*os.File
+	defer func() {
+		for _, o := range others {
+			o.Close()
+		}
+	}()
+	watchdog := time.AfterFunc(60*time.Second, func() {
+		buf := make([]byte, 1<<20)
+		panic(fmt.Sprintf("TestReadAtRacingClose hung\n%s", buf[:runtime.Stack(buf, true)]))
+	})
+	defer watchdog.Stop()
+	var wrong atomic.Int64
+	for round := range rounds {
+		f := must(t, rt, Open(nameA))
+		var wg sync.WaitGroup
+		hs := make([]JoinHandle[int], 8)
+		for i := range hs {
+			hs[i] = Spawn(rt, Async(func(co *Co) int {
+				p := make([]byte, 4096)
+				reads := 0
+				for k := range 200 {
+					r := Await(co, f.ReadAt(p, int64((k*4096+i*512)%(1<<16-4096))))
+					if r.Err != nil {
+						return reads // closed under us: fine
+					}
+					if bytes.IndexByte(p, 'B') >= 0 {
+						wrong.Add(1)
+					}
+					reads++
+				}
+				return reads
+			}))
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range round % 4 {
+				runtime.Gosched()
+			}
+			BlockOn(rt, f.Close())
+			if o, err := os.Open(nameB); err == nil {
+				others = append(others, o)
+			}
+		}()
+		for _, h := range hs {
+			if _, err := waitHandle(t, h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wg.Wait()
+		if n := wrong.Load(); n > 0 {
+			t.Fatalf("round %d: %d reads returned the other file's bytes", round, n)
+		}
+	}
+}
