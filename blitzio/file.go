@@ -49,7 +49,10 @@ func NewFile(f *os.File) *File {
 func (f *File) Name() string { return f.name }
 
 // OSFile returns the underlying *os.File, for calls this type lacks. Using it while an
-// operation of f is in flight races with that operation.
+// operation of f is in flight races with that operation. Close f with Close, not
+// through the *os.File: f's reads use the descriptor number directly (kept open by f's
+// own count of operations in flight, which only Close waits for), so after a direct
+// close they could reach whatever file is opened next under that number.
 func (f *File) OSFile() *os.File {
 	f.b.mu.Lock()
 	if f.b.op == nil {
