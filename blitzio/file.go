@@ -456,14 +456,63 @@ func (o OpenOptions) Open(name string) Future[Result[*File]] {
 }
 
 // OpenFile returns a future that opens a file like os.OpenFile.
+//
+// On Linux, opening an existing regular file of a local file system without O_CREATE or
+// O_TRUNC is done by the worker itself when it cannot block: the path resolved from the
+// kernel's caches only (openat2 RESOLVE_CACHED), the file's type checked before it is
+// opened (a FIFO's open waits for a writer), a file lease held elsewhere failing the
+// open rather than making it wait. Anything else (a path not in the caches, a network or
+// FUSE file system, creating or truncating) runs os.OpenFile on the blocking pool. The
+// environment variable BLITZIO_FILEIO=pool or ring, read at each call, skips the
+// worker's attempt.
 func OpenFile(name string, flag int, perm fs.FileMode) Future[Result[*File]] {
-	return blockingCall(func() (*File, error) {
-		f, err := os.OpenFile(name, flag, perm)
-		if err != nil {
-			return nil, err
+	return &openFuture{name: name, flag: flag, perm: perm}
+}
+
+// openFuture is OpenFile's future: the worker's non-blocking attempt, then the pool.
+type openFuture struct {
+	name string
+	flag int
+	perm fs.FileMode
+	pool *blockingFuture[*File]
+	res  Result[*File]
+	done bool
+}
+
+func (o *openFuture) Poll(cx *Context) (Result[*File], bool) {
+	if o.done {
+		return o.res, true
+	}
+	if o.pool == nil {
+		if !cx.ConsumeBudget() {
+			return Result[*File]{}, false // may complete on the worker: yield first when due
 		}
-		return &File{b: newBlockingIO(f), name: name}, nil
-	})
+		mode := fileIOFromEnv()
+		if mode&fileNoWait != 0 {
+			if f, fd, ok, err := openNoWait(o.name, o.flag); ok {
+				o.done = true
+				if err != nil {
+					o.res = Result[*File]{Err: err}
+				} else {
+					o.res = Result[*File]{Value: &File{b: newBlockingIOKnown(f, mode, fd, o.flag&os.O_APPEND != 0), name: o.name}}
+				}
+				return o.res, true
+			}
+		}
+		name, flag, perm := o.name, o.flag, o.perm
+		o.pool = blockingCall(func() (*File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			if err != nil {
+				return nil, err
+			}
+			return &File{b: newBlockingIO(f), name: name}, nil
+		})
+	}
+	res, ok := o.pool.Poll(cx)
+	if ok {
+		o.done, o.res, o.pool = true, res, nil
+	}
+	return res, ok
 }
 
 // Open returns a future that opens name for reading, like os.Open.

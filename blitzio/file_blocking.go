@@ -79,6 +79,15 @@ func newBlockingIO(f *os.File) *blockingIO {
 	return b
 }
 
+// newBlockingIOKnown is newBlockingIO for a regular file whose descriptor number and
+// O_APPEND flag the caller knows (it opened the file itself): no fstat and fcntl to
+// find them. mode is the fileIOFromEnv the caller read.
+func newBlockingIOKnown(f *os.File, mode fileIO, fd int, appendMode bool) *blockingIO {
+	b := &blockingIO{f: f, fd: fd, io: mode, regular: true, appendMode: appendMode}
+	b.nw.on = mode&fileNoWait != 0
+	return b
+}
+
 // ring returns the io_uring operations of cx's runtime if this File may use them for a
 // read (write false) or a write, nil otherwise.
 func (b *blockingIO) ring(cx *Context, write bool) *ringFiles {

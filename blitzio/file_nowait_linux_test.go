@@ -13,7 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // evictedFile writes size bytes of a pattern to a fresh file, opens it with blitzio on
@@ -204,4 +207,123 @@ func TestReadAtRacingClose(t *testing.T) {
 			t.Fatalf("round %d: %d reads returned the other file's bytes", round, n)
 		}
 	}
+}
+
+// TestOpenNoWait: OpenFile opens an existing regular file of a local file system on the
+// worker, without O_NONBLOCK left on the descriptor, with os.OpenFile's errors, and
+// leaves to the pool what could block or must write: O_CREATE, O_TRUNC, a FIFO (whose
+// open waits for a writer), procfs (not a local disk file system), a symbolic link
+// under O_NOFOLLOW. Every case gives the same result through OpenFile as os.OpenFile.
+func TestOpenNoWait(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "f")
+	if err := os.WriteFile(name, []byte("hello, file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.ReadFile(name) // path and pages cached
+	f, fd, ok, err := openNoWait(name, os.O_RDONLY)
+	if readFileNoWaitOff.Load() {
+		t.Skip("openat2 RESOLVE_CACHED unavailable here: the pool does every open")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Skipf("the worker's open declined a cached file on %s (not a local file system?)", dir)
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil || fl&unix.O_NONBLOCK != 0 || int(f.Fd()) != fd {
+		t.Fatalf("flags %#x (%v): O_NONBLOCK left on the descriptor, or fd %d != %d", fl, err, f.Fd(), fd)
+	}
+	f.Close()
+
+	for _, c := range []struct {
+		desc string
+		flag int
+	}{
+		{"O_CREATE", os.O_RDWR | os.O_CREATE},
+		{"O_TRUNC", os.O_RDWR | os.O_TRUNC},
+		{"O_EXCL", os.O_RDWR | os.O_CREATE | os.O_EXCL},
+	} {
+		if _, _, ok, _ := openNoWait(name, c.flag); ok {
+			t.Errorf("%s: opened on the worker", c.desc)
+		}
+	}
+	if _, _, ok, _ := openNoWait("/proc/self/status", os.O_RDONLY); ok {
+		t.Error("/proc/self/status: opened on the worker (procfs is not in the local list)")
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, _ := openNoWait(fifo, os.O_RDONLY); ok {
+		t.Fatal("a FIFO was opened on the worker")
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(name, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, _ := openNoWait(link, os.O_RDONLY|syscall.O_NOFOLLOW); ok {
+		t.Fatal("a symbolic link was opened on the worker under O_NOFOLLOW")
+	}
+
+	rt := fileRT(t)
+	// Through OpenFile, the same results as os.OpenFile.
+	for _, c := range []struct {
+		name string
+		flag int
+	}{
+		{name, os.O_RDONLY},
+		{link, os.O_RDONLY},
+		{link, os.O_RDONLY | syscall.O_NOFOLLOW},
+		{filepath.Join(dir, "missing"), os.O_RDONLY},
+		{filepath.Join(name, "below-a-file"), os.O_RDONLY},
+	} {
+		wantF, wantErr := os.OpenFile(c.name, c.flag, 0)
+		if wantF != nil {
+			wantF.Close()
+		}
+		r := run(t, rt, OpenFile(c.name, c.flag, 0))
+		if r.Value != nil {
+			must(t, rt, r.Value.Close())
+		}
+		if (wantErr == nil) != (r.Err == nil) || (wantErr != nil && wantErr.Error() != r.Err.Error()) {
+			t.Errorf("OpenFile(%s, %#x): %v; os.OpenFile: %v", c.name, c.flag, r.Err, wantErr)
+		}
+		var pe *fs.PathError
+		if r.Err != nil && !errors.As(r.Err, &pe) {
+			t.Errorf("OpenFile(%s): %T, want *fs.PathError", c.name, r.Err)
+		}
+	}
+	// An O_APPEND file opened on the worker appends, and its positioned writes are
+	// refused as os.File refuses them.
+	af := must(t, rt, OpenFile(name, os.O_WRONLY|os.O_APPEND, 0))
+	if !af.b.appendMode {
+		t.Error("O_APPEND file: appendMode not set")
+	}
+	if _, err := run(t, rt, af.WriteAt([]byte("x"), 0)).Get(); err == nil {
+		t.Error("WriteAt on an O_APPEND file succeeded")
+	}
+	if n := must(t, rt, PollFn(func(cx *Context) (Result[int], bool) { return af.PollWrite(cx, []byte("!")) })); n != 1 {
+		t.Fatalf("append: %d bytes", n)
+	}
+	must(t, rt, af.Flush())
+	must(t, rt, af.Close())
+	if got, _ := os.ReadFile(name); string(got) != "hello, file!" {
+		t.Fatalf("after an append: %q", got)
+	}
+	// The FIFO through OpenFile waits for its writer, on the pool.
+	go func() {
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Write([]byte("through the pipe"))
+			w.Close()
+		}
+	}()
+	ff := must(t, rt, Open(fifo))
+	p := make([]byte, 64)
+	n := must(t, rt, PollFn(func(cx *Context) (Result[int], bool) { return ff.PollRead(cx, p) }))
+	if string(p[:n]) != "through the pipe"[:n] || n == 0 {
+		t.Fatalf("FIFO read %q", p[:n])
+	}
+	must(t, rt, ff.Close())
 }
