@@ -12,8 +12,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"syscall"
+	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
