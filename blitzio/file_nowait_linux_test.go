@@ -327,3 +327,52 @@ func TestOpenNoWait(t *testing.T) {
 	}
 	must(t, rt, ff.Close())
 }
+
+// TestNoWaitOpenSurvivesBadCalls: an openat2 that fails with EINVAL or EPERM because
+// of its own arguments (a name holding a NUL byte, O_DIRECT where the file system has
+// none, writing an immutable file) goes to the pool with os's error, and does not turn
+// the worker's open off for every later file (it once did: EINVAL and EPERM were taken
+// for "no openat2 here").
+func TestNoWaitOpenSurvivesBadCalls(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "f")
+	if err := os.WriteFile(name, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.ReadFile(name)
+	if _, _, ok, _ := openNoWait(name, os.O_RDONLY); !ok {
+		t.Skip("the worker's open is unavailable here")
+	}
+	rt := fileRT(t)
+	if _, err := run(t, rt, ReadFile("a\x00b")).Get(); err == nil {
+		t.Fatal("ReadFile of a name with a NUL byte succeeded")
+	}
+	if _, err := run(t, rt, Open("a\x00b")).Get(); err == nil {
+		t.Fatal("Open of a name with a NUL byte succeeded")
+	}
+	// O_DIRECT on tmpfs fails with EINVAL where tmpfs lacks it (before 6.6).
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		shm, err := os.CreateTemp("/dev/shm", "blitzio")
+		if err == nil {
+			shm.Close()
+			defer os.Remove(shm.Name())
+			want, wantErr := os.OpenFile(shm.Name(), os.O_RDONLY|syscall.O_DIRECT, 0)
+			if want != nil {
+				want.Close()
+			}
+			r := run(t, rt, OpenFile(shm.Name(), os.O_RDONLY|syscall.O_DIRECT, 0))
+			if r.Value != nil {
+				must(t, rt, r.Value.Close())
+			}
+			if (r.Err == nil) != (wantErr == nil) {
+				t.Fatalf("O_DIRECT on /dev/shm: %v; os.OpenFile: %v", r.Err, wantErr)
+			}
+		}
+	}
+	if readFileNoWaitOff.Load() {
+		t.Fatal("a failed call turned the worker's open off")
+	}
+	if _, _, ok, _ := openNoWait(name, os.O_RDONLY); !ok {
+		t.Fatal("the worker's open declined a cached file after the failed calls")
+	}
+}

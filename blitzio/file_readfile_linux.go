@@ -13,10 +13,36 @@ import (
 // doing I/O (or a network revalidation) to look a path up.
 const resolveCached = 0x20
 
-// readFileNoWaitOff is set once openat2 with RESOLVE_CACHED or preadv2 with RWF_NOWAIT
-// turned out to be missing (ENOSYS, EINVAL from an older kernel, EPERM from a seccomp
-// filter): ReadFile stops trying them.
+// readFileNoWaitOff is set once openat2 with RESOLVE_CACHED turned out to be missing
+// (ENOSYS; EINVAL from a kernel before 5.12, which does not know the flag; EPERM from a
+// seccomp filter): ReadFile and OpenFile stop trying the worker's path.
 var readFileNoWaitOff atomic.Bool
+
+// openat2Probe decides readFileNoWaitOff once, with an open that cannot fail for any
+// other reason (O_PATH of "/"). The errors of later calls then belong to their own
+// arguments: EINVAL from O_DIRECT on a file system without it, EPERM from an immutable
+// file opened for writing, a name holding a NUL byte. Those calls go to the pool, which
+// reports os's error; they must not turn the worker's path off for every other file.
+var openat2Probe sync.Once
+
+// noWaitOpenUsable reports whether openat2 with RESOLVE_CACHED works here.
+func noWaitOpenUsable() bool {
+	openat2Probe.Do(func() {
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: resolveCached}
+		fd, err := unix.Openat2(unix.AT_FDCWD, "/", &how)
+		for err == unix.EINTR {
+			fd, err = unix.Openat2(unix.AT_FDCWD, "/", &how)
+		}
+		switch err {
+		case nil:
+			unix.Close(fd)
+		case unix.EAGAIN: // works; "/" was merely not cached
+		default:
+			readFileNoWaitOff.Store(true)
+		}
+	})
+	return !readFileNoWaitOff.Load()
+}
 
 // readFileNoWait reads a whole regular file on the calling worker when that cannot
 // block: the file is on a local file system (localFS: a network or FUSE file system's
@@ -29,7 +55,7 @@ var readFileNoWaitOff atomic.Bool
 // must see that); the caller then does the whole read on the blocking pool. A missing
 // file is reported at once, as os.ReadFile reports it.
 func readFileNoWait(name string) (data []byte, ok bool, err error) {
-	if readFileNoWaitOff.Load() {
+	if !noWaitOpenUsable() {
 		return nil, false, nil
 	}
 	// First an O_PATH descriptor, which opens nothing: opening a FIFO for reading, even
@@ -109,10 +135,10 @@ func openCached(name string, flags int) (int, error) {
 		return fd, nil
 	case unix.ENOENT, unix.ENOTDIR, unix.EACCES, unix.ELOOP, unix.ENAMETOOLONG:
 		return -1, &fs.PathError{Op: "open", Path: name, Err: err}
-	case unix.ENOSYS, unix.EINVAL, unix.EPERM:
-		readFileNoWaitOff.Store(true)
+	case unix.ENOSYS:
+		readFileNoWaitOff.Store(true) // a seccomp filter installed since the probe
 		return -1, nil
-	default: // EAGAIN: not all cached
+	default: // EAGAIN: not all cached; EINVAL, EPERM...: this call's own, see openat2Probe
 		return -1, nil
 	}
 }
@@ -189,7 +215,7 @@ const openNoWaitFlags = unix.O_ACCMODE | unix.O_APPEND | unix.O_CLOEXEC | unix.O
 // open (then the error is nil), or the *fs.PathError os.OpenFile gives for a name that
 // does not resolve.
 func openNoWait(name string, flag int) (f *os.File, fd int, ok bool, err error) {
-	if readFileNoWaitOff.Load() || flag&^openNoWaitFlags != 0 {
+	if flag&^openNoWaitFlags != 0 || !noWaitOpenUsable() {
 		return nil, -1, false, nil
 	}
 	pathFD, err := openCached(name, unix.O_PATH|unix.O_CLOEXEC|flag&unix.O_NOFOLLOW)
