@@ -84,7 +84,10 @@ type afterIdle[T any] struct {
 	b *blockingIO
 	// gate, if set, must report true (after the stream operations are idle) before
 	// call starts; it keeps cx's waker when it reports false.
-	gate   func(cx *Context) bool
+	gate func(cx *Context) bool
+	// inline, if set, is asked once the gate has passed whether call cannot block;
+	// then call runs on the polling goroutine instead of the blocking pool.
+	inline func() bool
 	call   func(readAhead int) (T, error)
 	h      JoinHandle[Result[T]]
 	start  bool
@@ -116,6 +119,11 @@ func (a *afterIdle[T]) Poll(cx *Context) (Result[T], bool) {
 			return a.result, true
 		}
 		call := a.call
+		if a.inline != nil && a.inline() {
+			v, err := call(readAhead)
+			a.done, a.result = true, Result[T]{Value: v, Err: err}
+			return a.result, true
+		}
 		a.h = SpawnBlocking(cx, func() Result[T] {
 			v, err := call(readAhead)
 			return Result[T]{Value: v, Err: err}
@@ -179,10 +187,21 @@ func (f *File) SetPermissions(mode fs.FileMode) Future[Result[struct{}]] {
 // and WriteAt operations already on the io_uring finish first (the kernel must not see
 // the descriptor number reused under them); ones started after Close began fail with
 // an *fs.PathError wrapping fs.ErrClosed.
+//
+// On Linux, a file that OpenFile opened on the worker for reading only (a regular file
+// of a local file system, see OpenFile) is closed on the worker too, unless it has been
+// unlinked: closing its last descriptor would then free its blocks, work for the pool.
+// Such a close does no I/O, with one rare exception: on ext4, the first close after
+// another process truncated the file and wrote it again (auto_da_alloc) starts the
+// writeback of that data, without waiting for it.
 func (f *File) Close() Future[Result[struct{}]] {
 	file := f.b.f
-	return &afterIdle[struct{}]{b: f.b, gate: f.b.refs.closeGate,
+	a := &afterIdle[struct{}]{b: f.b, gate: f.b.refs.closeGate,
 		call: func(int) (struct{}, error) { return struct{}{}, file.Close() }}
+	if f.b.closeInline {
+		a.inline = f.b.closeCannotBlock
+	}
+	return a
 }
 
 // positioned is the future of ReadAt and WriteAt. A read is tried without blocking on
@@ -494,7 +513,9 @@ func (o *openFuture) Poll(cx *Context) (Result[*File], bool) {
 				if err != nil {
 					o.res = Result[*File]{Err: err}
 				} else {
-					o.res = Result[*File]{Value: &File{b: newBlockingIOKnown(f, mode, fd, o.flag&os.O_APPEND != 0), name: o.name}}
+					b := newBlockingIOKnown(f, mode, fd, o.flag&os.O_APPEND != 0)
+					b.closeInline = o.flag&(os.O_WRONLY|os.O_RDWR) == 0
+					o.res = Result[*File]{Value: &File{b: b, name: o.name}}
 				}
 				return o.res, true
 			}

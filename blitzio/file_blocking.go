@@ -53,6 +53,9 @@ type blockingIO struct {
 	// to date (syncPos) before anything that uses it: a pool operation, a Seek, OSFile.
 	pos      int64
 	posOwned bool
+	// closeInline is set for a file OpenFile opened on the worker, for reading only:
+	// Close may run on the polling goroutine (see closeCannotBlock).
+	closeInline bool
 }
 
 type blockingOp struct {

@@ -376,3 +376,52 @@ func TestNoWaitOpenSurvivesBadCalls(t *testing.T) {
 		t.Fatal("the worker's open declined a cached file after the failed calls")
 	}
 }
+
+// TestCloseInline: a file OpenFile opened on the worker for reading is closed by the
+// first poll of Close (no pool hop), after the operations in flight; an unlinked one,
+// or one opened for writing, is left to the pool (closeCannotBlock, closeInline).
+func TestCloseInline(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "f")
+	if err := os.WriteFile(name, make([]byte, 8192), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.ReadFile(name)
+	if _, _, ok, _ := openNoWait(name, os.O_RDONLY); !ok {
+		t.Skip("the worker's open is unavailable here")
+	}
+	rt := fileRT(t)
+	f := must(t, rt, Open(name))
+	if !f.b.closeInline {
+		t.Fatal("a read-only file opened on the worker may not close inline")
+	}
+	must(t, rt, f.ReadAt(make([]byte, 4096), 0))
+	cx := NewContext(rt, WakerFunc(func() {}))
+	if r, ok := f.Close().Poll(cx); !ok || r.Err != nil {
+		t.Fatalf("Close: first poll (%v, %v), want done inline", r.Err, ok)
+	}
+	if fd := f.b.f.Fd(); fd != ^uintptr(0) {
+		t.Fatalf("descriptor %d still open after Close", fd)
+	}
+	if _, err := run(t, rt, f.ReadAt(make([]byte, 10), 0)).Get(); !errors.Is(err, fs.ErrClosed) {
+		t.Fatalf("ReadAt after an inline Close: %v", err)
+	}
+
+	w := must(t, rt, OpenFile(name, os.O_RDWR, 0))
+	if w.b.closeInline {
+		t.Error("a file opened for writing may close inline")
+	}
+	must(t, rt, w.Close())
+
+	u := must(t, rt, Open(name))
+	if !u.b.closeCannotBlock() {
+		t.Fatal("closeCannotBlock: false for a file with a name")
+	}
+	if err := os.Remove(name); err != nil {
+		t.Fatal(err)
+	}
+	if u.b.closeCannotBlock() {
+		t.Fatal("closeCannotBlock: true for an unlinked file (its last close frees its blocks)")
+	}
+	must(t, rt, u.Close())
+}
