@@ -233,6 +233,14 @@ func openNoWait(name string, flag int) (f *os.File, fd int, ok bool, err error) 
 	if fd < 0 {
 		return nil, -1, err != nil, err
 	}
+	// The name may have been replaced between the two opens: the File must know
+	// whether what it got is a regular file (a FIFO put there in between was opened
+	// without waiting, thanks to O_NONBLOCK; the pool opens it again, as os would).
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, -1, false, nil
+	}
 	// O_NONBLOCK served the open only: a File's ring reads would fail with EAGAIN
 	// on it. F_SETFL sets exactly the status flags the caller asked for.
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flag&(unix.O_APPEND|unix.O_DIRECT|unix.O_NOATIME|unix.O_DSYNC|unix.O_SYNC)); err != nil {
