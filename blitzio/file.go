@@ -49,7 +49,10 @@ func NewFile(f *os.File) *File {
 func (f *File) Name() string { return f.name }
 
 // OSFile returns the underlying *os.File, for calls this type lacks. Using it while an
-// operation of f is in flight races with that operation.
+// operation of f is in flight races with that operation. Close f with Close, not
+// through the *os.File: f's reads use the descriptor number directly (kept open by f's
+// own count of operations in flight, which only Close waits for), so after a direct
+// close they could reach whatever file is opened next under that number.
 func (f *File) OSFile() *os.File {
 	f.b.mu.Lock()
 	if f.b.op == nil {
@@ -81,7 +84,10 @@ type afterIdle[T any] struct {
 	b *blockingIO
 	// gate, if set, must report true (after the stream operations are idle) before
 	// call starts; it keeps cx's waker when it reports false.
-	gate   func(cx *Context) bool
+	gate func(cx *Context) bool
+	// inline, if set, is asked once the gate has passed whether call cannot block;
+	// then call runs on the polling goroutine instead of the blocking pool.
+	inline func() bool
 	call   func(readAhead int) (T, error)
 	h      JoinHandle[Result[T]]
 	start  bool
@@ -113,6 +119,11 @@ func (a *afterIdle[T]) Poll(cx *Context) (Result[T], bool) {
 			return a.result, true
 		}
 		call := a.call
+		if a.inline != nil && a.inline() {
+			v, err := call(readAhead)
+			a.done, a.result = true, Result[T]{Value: v, Err: err}
+			return a.result, true
+		}
 		a.h = SpawnBlocking(cx, func() Result[T] {
 			v, err := call(readAhead)
 			return Result[T]{Value: v, Err: err}
@@ -176,10 +187,21 @@ func (f *File) SetPermissions(mode fs.FileMode) Future[Result[struct{}]] {
 // and WriteAt operations already on the io_uring finish first (the kernel must not see
 // the descriptor number reused under them); ones started after Close began fail with
 // an *fs.PathError wrapping fs.ErrClosed.
+//
+// On Linux, a file that OpenFile opened on the worker for reading only (a regular file
+// of a local file system, see OpenFile) is closed on the worker too, unless it has been
+// unlinked: closing its last descriptor would then free its blocks, work for the pool.
+// Such a close does no I/O, with one rare exception: on ext4, the first close after
+// another process truncated the file and wrote it again (auto_da_alloc) starts the
+// writeback of that data, without waiting for it.
 func (f *File) Close() Future[Result[struct{}]] {
 	file := f.b.f
-	return &afterIdle[struct{}]{b: f.b, gate: f.b.refs.closeGate,
+	a := &afterIdle[struct{}]{b: f.b, gate: f.b.refs.closeGate,
 		call: func(int) (struct{}, error) { return struct{}{}, file.Close() }}
+	if f.b.closeInline {
+		a.inline = f.b.closeCannotBlock
+	}
+	return a
 }
 
 // positioned is the future of ReadAt and WriteAt. A read is tried without blocking on
@@ -188,15 +210,25 @@ func (f *File) Close() Future[Result[struct{}]] {
 // call works on a buffer the operation owns, and a read copies into the caller's slice
 // only when it is polled to completion: a dropped ReadAt never writes into p.
 type positioned struct {
-	b     *blockingIO
-	off   int64
-	write bool
-	p     []byte // ReadAt: the caller's slice
-	buf   []byte // WriteAt: the bytes to write (a copy); ReadAt on the pool: its buffer
-	ring  *ringOp
-	h     JoinHandle[Result[int]]
-	state uint8
+	b *blockingIO
+	// p is the caller's slice for a ReadAt, the bytes to write (a copy) for a WriteAt.
+	p    []byte
+	off  int64
+	ring *ringOp
+	// pool is the operation on the blocking pool, if it went there. It is apart
+	// because a cached read (the common case) never needs it: the future, allocated
+	// by every ReadAt, stays in a smaller size class (96 bytes instead of 128).
+	pool  *positionedPool
 	res   Result[int]
+	state uint8
+	write bool
+}
+
+// positionedPool is a positioned operation on the blocking pool: its handle, and for a read
+// the buffer the pool's goroutine fills (copied into p only when the future completes).
+type positionedPool struct {
+	h   JoinHandle[Result[int]]
+	buf []byte
 }
 
 // positioned states.
@@ -242,7 +274,7 @@ func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 			return f.res, true
 		}
 	}
-	r, ok := f.h.Poll(cx)
+	r, ok := f.pool.h.Poll(cx)
 	if !ok {
 		return Result[int]{}, false
 	}
@@ -252,10 +284,10 @@ func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 	} else {
 		f.res = r.Value
 		if !f.write {
-			copy(f.p, f.buf[:f.res.Value])
+			copy(f.p, f.pool.buf[:f.res.Value])
 		}
 	}
-	f.buf = nil
+	f.pool = nil
 	return f.res, true
 }
 
@@ -272,7 +304,7 @@ func (f *positioned) startRing(cx *Context) bool {
 		// In the page cache: read it here, straight into p. A short read (end of file,
 		// or only part of the range cached) goes on below, which gives ReadAt's exact
 		// semantics.
-		if n, ok, _ := readNoWait(b.f, &b.nw, f.p, f.off); ok && n == len(f.p) {
+		if n, ok := readNoWait(b, f.p, f.off); ok && n == len(f.p) {
 			f.state, f.res = posDone, Result[int]{Value: n}
 			return false
 		}
@@ -288,7 +320,7 @@ func (f *positioned) startRing(cx *Context) bool {
 		err error
 	)
 	if f.write {
-		r, err = rf.start(cx.rt.io, &b.refs, b.fd, true, true, f.buf, len(f.buf), f.off)
+		r, err = rf.start(cx.rt.io, &b.refs, b.fd, true, true, f.p, len(f.p), f.off)
 	} else {
 		r, err = rf.start(cx.rt.io, &b.refs, b.fd, false, true, nil, len(f.p), f.off)
 	}
@@ -301,16 +333,18 @@ func (f *positioned) startRing(cx *Context) bool {
 
 func (f *positioned) startPool(cx *Context) {
 	file, off := f.b.f, f.off
+	pool := &positionedPool{}
 	var call func(buf []byte) (int, error)
 	if f.write {
+		pool.buf = f.p
 		call = func(buf []byte) (int, error) { return file.WriteAt(buf, off) }
 	} else {
-		f.buf = make([]byte, len(f.p))
+		pool.buf = make([]byte, len(f.p))
 		call = func(buf []byte) (int, error) { return file.ReadAt(buf, off) }
 	}
-	buf := f.buf
-	f.state = posPool
-	f.h = SpawnBlocking(cx, func() Result[int] {
+	buf := pool.buf
+	f.pool, f.state = pool, posPool
+	pool.h = SpawnBlocking(cx, func() Result[int] {
 		n, err := call(buf)
 		return Result[int]{Value: n, Err: err}
 	})
@@ -323,7 +357,10 @@ func (f *positioned) finishRing(n int, err error) {
 	}
 	f.ring.release()
 	f.ring = nil
-	f.state, f.buf = posDone, nil
+	f.state = posDone
+	if f.write {
+		f.p = nil // the copy is no longer needed
+	}
 	switch {
 	case err != nil:
 		op := "read"
@@ -363,7 +400,7 @@ func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
 // progress cannot be taken back (on the ring, the cancellation stops only a write the
 // kernel has not started).
 func (f *File) WriteAt(p []byte, off int64) Future[Result[int]] {
-	return &positioned{b: f.b, write: true, buf: append([]byte(nil), p...), off: off}
+	return &positioned{b: f.b, write: true, p: append([]byte(nil), p...), off: off}
 }
 
 // OpenOptions says how to open a file, the fields of Rust's OpenOptions (and of
@@ -438,14 +475,65 @@ func (o OpenOptions) Open(name string) Future[Result[*File]] {
 }
 
 // OpenFile returns a future that opens a file like os.OpenFile.
+//
+// On Linux, opening an existing regular file of a local file system without O_CREATE or
+// O_TRUNC is done by the worker itself when it cannot block: the path resolved from the
+// kernel's caches only (openat2 RESOLVE_CACHED), the file's type checked before it is
+// opened (a FIFO's open waits for a writer), a file lease held elsewhere failing the
+// open rather than making it wait. Anything else (a path not in the caches, a network or
+// FUSE file system, creating or truncating) runs os.OpenFile on the blocking pool. The
+// environment variable BLITZIO_FILEIO=pool or ring, read at each call, skips the
+// worker's attempt.
 func OpenFile(name string, flag int, perm fs.FileMode) Future[Result[*File]] {
-	return blockingCall(func() (*File, error) {
-		f, err := os.OpenFile(name, flag, perm)
-		if err != nil {
-			return nil, err
+	return &openFuture{name: name, flag: flag, perm: perm}
+}
+
+// openFuture is OpenFile's future: the worker's non-blocking attempt, then the pool.
+type openFuture struct {
+	name string
+	flag int
+	perm fs.FileMode
+	pool *blockingFuture[*File]
+	res  Result[*File]
+	done bool
+}
+
+func (o *openFuture) Poll(cx *Context) (Result[*File], bool) {
+	if o.done {
+		return o.res, true
+	}
+	if o.pool == nil {
+		if !cx.ConsumeBudget() {
+			return Result[*File]{}, false // may complete on the worker: yield first when due
 		}
-		return &File{b: newBlockingIO(f), name: name}, nil
-	})
+		mode := fileIOFromEnv()
+		if mode&fileNoWait != 0 {
+			if f, fd, ok, err := openNoWait(o.name, o.flag); ok {
+				o.done = true
+				if err != nil {
+					o.res = Result[*File]{Err: err}
+				} else {
+					b := newBlockingIOKnown(f, mode, fd, o.flag&os.O_APPEND != 0)
+					b.closeInline = o.flag&(os.O_WRONLY|os.O_RDWR) == 0
+					o.res = Result[*File]{Value: &File{b: b, name: o.name}}
+				}
+				return o.res, true
+			}
+		}
+		name, flag, perm := o.name, o.flag, o.perm
+		o.pool = blockingCall(func() (*File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			if err != nil {
+				return nil, err
+			}
+			return &File{b: newBlockingIO(f), name: name}, nil
+		})
+	}
+	res, ok := o.pool.Poll(cx)
+	if ok {
+		o.done, o.res, o.pool = true, res, nil
+	}
+	return res, ok
 }
 
 // Open returns a future that opens name for reading, like os.Open.

@@ -5,7 +5,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 )
 
 // maxBlockingChunk bounds one read or write handed to the blocking pool: the bytes are
@@ -54,6 +53,9 @@ type blockingIO struct {
 	// to date (syncPos) before anything that uses it: a pool operation, a Seek, OSFile.
 	pos      int64
 	posOwned bool
+	// closeInline is set for a file OpenFile opened on the worker, for reading only:
+	// Close may run on the polling goroutine (see closeCannotBlock).
+	closeInline bool
 }
 
 type blockingOp struct {
@@ -71,15 +73,21 @@ type blockingOp struct {
 
 func newBlockingIO(f *os.File) *blockingIO {
 	b := &blockingIO{f: f, fd: -1, io: fileIOFromEnv()}
-	// The RawConn for readNoWait, made here once: concurrent ReadAt futures only read it.
-	if rc, err := f.SyscallConn(); err == nil {
-		if b.io&fileNoWait != 0 {
-			b.nw.rc = rc
-		}
-		if b.io&(fileRingRead|fileRingWrite) != 0 {
+	if b.io&(fileNoWait|fileRingRead|fileRingWrite) != 0 {
+		if rc, err := f.SyscallConn(); err == nil {
 			b.fd, b.regular, b.appendMode = ringTarget(rc)
 		}
+		b.nw.on = b.io&fileNoWait != 0 && b.fd >= 0
 	}
+	return b
+}
+
+// newBlockingIOKnown is newBlockingIO for a regular file whose descriptor number and
+// O_APPEND flag the caller knows (it opened the file itself): no fstat and fcntl to
+// find them. mode is the fileIOFromEnv the caller read.
+func newBlockingIOKnown(f *os.File, mode fileIO, fd int, appendMode bool) *blockingIO {
+	b := &blockingIO{f: f, fd: fd, io: mode, regular: true, appendMode: appendMode}
+	b.nw.on = mode&fileNoWait != 0
 	return b
 }
 
@@ -263,7 +271,7 @@ func (b *blockingIO) PollRead(cx *Context, p []byte) (Result[int], bool) {
 		if b.posOwned {
 			off = b.pos
 		}
-		if n, ok, _ := readNoWait(b.f, &b.nw, p, off); ok {
+		if n, ok := readNoWait(b, p, off); ok {
 			// Straight into p: the bytes were in memory (page cache, pipe buffer).
 			if b.posOwned {
 				b.pos += int64(n)
@@ -337,12 +345,12 @@ func (b *blockingIO) idle(cx *Context) (readAhead int, ok bool) {
 	return len(b.rbuf), true
 }
 
-// noWait is what readNoWait keeps per file: whether non-blocking reads were found
-// unsupported (atomic: ReadAt futures of one file run concurrently), and the file's
-// syscall.RawConn, made when the File is (nil: no non-blocking reads).
+// noWait is what readNoWait keeps per file: whether it may try non-blocking reads (set
+// when the File is made, then only read), and whether they were found unsupported
+// (atomic: ReadAt futures of one file run concurrently).
 type noWait struct {
+	on  bool
 	off atomic.Bool
-	rc  syscall.RawConn
 	// misses counts the attempts in a row that found the data not in memory (up to
 	// noWaitMissLimit); skips counts the attempts skipped since (see readNoWait).
 	misses atomic.Uint32

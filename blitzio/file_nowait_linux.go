@@ -3,8 +3,6 @@
 package blitzio
 
 import (
-	"os"
-	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -15,69 +13,84 @@ import (
 // waiting for the disk or for a pipe writer. Data already in the page cache, the common
 // case for hot files, is then read by the worker itself, with no hop to the blocking
 // pool and no copy; everything else falls back to the pool. It reports whether it
-// produced an outcome: (n, true, nil), with n == 0 meaning end of file.
+// produced an outcome: (n, true), with n == 0 meaning end of file.
 //
 // The worker doing this system call is the exception to "only the I/O driver blocks in
 // a system call" that RWF_NOWAIT makes safe: the call returns at once either way.
-func readNoWait(_ *os.File, nw *noWait, p []byte, off int64) (int, bool, error) {
-	if nw.rc == nil || nw.off.Load() || len(p) == 0 {
-		return 0, false, nil
+//
+// The call uses b's descriptor number directly, not through os.File's RawConn (whose
+// closure, pooled call record and extra frames cost about a tenth of a cached 4 KiB
+// read): b.refs keeps the number from being closed, and reused by another open, while
+// the call runs, as it does for the ring's operations (File.Close waits for it).
+func readNoWait(b *blockingIO, p []byte, off int64) (int, bool) {
+	nw := &b.nw
+	if !nw.on || nw.off.Load() || len(p) == 0 {
+		return 0, false
 	}
 	if nw.misses.Load() >= noWaitMissLimit && nw.skips.Add(1)%noWaitProbe != 0 {
-		return 0, false, nil // the last reads all missed: skip, save for a probe
+		return 0, false // the last reads all missed: skip, save for a probe
 	}
-	c := nwCalls.Get().(*nwCall)
-	c.p, c.off = p, off
-	cerr := nw.rc.Control(c.fn)
-	n, rerr := c.n, c.err
-	c.p = nil
-	nwCalls.Put(c)
-	if cerr != nil {
-		return 0, false, nil
+	if !b.refs.incref() {
+		return 0, false // closing: the pool reports os's error
 	}
-	switch rerr {
+	n, errno := preadNoWait(b.fd, p, off)
+	wakeRef(b.refs.decref())
+	switch errno {
 	case 0:
 		if nw.misses.Load() != 0 {
 			nw.misses.Store(0)
 		}
-		return n, true, nil
+		return n, true
 	case unix.EAGAIN:
 		if nw.misses.Load() < noWaitMissLimit {
 			nw.misses.Add(1)
 		}
-		return 0, false, nil
+		return 0, false
 	case unix.EOPNOTSUPP, unix.EINVAL, unix.ENOSYS, unix.ESPIPE:
 		// This file (or kernel) does not do non-blocking reads: stop trying.
 		nw.off.Store(true)
-		return 0, false, nil
+		return 0, false
 	}
-	return 0, false, nil // let the blocking path report the error in os's form
+	return 0, false // EINTR, EIO...: let the blocking path retry or report in os's form
 }
 
-// nwCall is one preadv2 call made through RawConn.Control. The calls are pooled and each
-// keeps its method value, so a read allocates nothing (a closure capturing the results
-// would cost three allocations per read).
-type nwCall struct {
-	p   []byte
-	off int64
-	n   int
-	err unix.Errno
-	fn  func(fd uintptr)
-}
+// rawReadMax is the largest non-blocking read made without telling the Go scheduler
+// (RawSyscall6): with RWF_NOWAIT the call does not sleep for I/O, so it costs what
+// copying the bytes costs, and up to this size that is a few microseconds at most,
+// less than the scheduler's own bookkeeping around a system call (entersyscall and
+// exitsyscall) is worth. Larger reads go through Syscall6, so that a long copy lets
+// the scheduler hand the worker's P to other goroutines as any system call would.
+const rawReadMax = 16 << 10
 
-var nwCalls = sync.Pool{New: func() any {
-	c := &nwCall{}
-	c.fn = c.do
-	return c
-}}
-
-// do is preadv2 with one iovec on the stack (x/sys's Preadv2 allocates its iovecs).
-func (c *nwCall) do(fd uintptr) {
+// preadNoWait is preadv2(fd, [p], off, RWF_NOWAIT) (off -1: at the file position) with
+// the iovec on the stack (x/sys's Preadv2 allocates its iovecs). p must not be empty.
+func preadNoWait(fd int, p []byte, off int64) (int, unix.Errno) {
 	var iov unix.Iovec
-	iov.Base = &c.p[0]
-	iov.SetLen(len(c.p))
-	lo := uintptr(c.off)
-	hi := uintptr(uint64(c.off) >> (unix.SizeofLong*8 - 1) >> 1)
-	r, _, e := unix.Syscall6(unix.SYS_PREADV2, fd, uintptr(unsafe.Pointer(&iov)), 1, lo, hi, unix.RWF_NOWAIT)
-	c.n, c.err = int(r), e
+	iov.Base = &p[0]
+	iov.SetLen(len(p))
+	lo := uintptr(off)
+	hi := uintptr(uint64(off) >> (unix.SizeofLong*8 - 1) >> 1)
+	var (
+		r uintptr
+		e unix.Errno
+	)
+	if len(p) <= rawReadMax {
+		r, _, e = unix.RawSyscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1, lo, hi, unix.RWF_NOWAIT)
+	} else {
+		r, _, e = unix.Syscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1, lo, hi, unix.RWF_NOWAIT)
+	}
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), 0
+}
+
+// closeCannotBlock reports whether closing b's descriptor now cannot block: the file
+// still has a name (the last close of an unlinked file frees its blocks, which may wait
+// for the journal). Only asked for files closeInline allows: regular files of a local
+// file system, opened for reading only. Called by Close after every operation let go of
+// the descriptor.
+func (b *blockingIO) closeCannotBlock() bool {
+	var st unix.Stat_t
+	return b.fd >= 0 && unix.Fstat(b.fd, &st) == nil && st.Nlink > 0
 }

@@ -2,8 +2,9 @@
 
 package blitzio
 
-import "os"
-
 // readNoWait has no non-blocking file read outside Linux: every read goes to the
 // blocking pool.
-func readNoWait(*os.File, *noWait, []byte, int64) (int, bool, error) { return 0, false, nil }
+func readNoWait(*blockingIO, []byte, int64) (int, bool) { return 0, false }
+
+// closeCannotBlock is never asked outside Linux (no File is opened with closeInline).
+func (b *blockingIO) closeCannotBlock() bool { return false }

@@ -2,8 +2,9 @@ package blitzio
 
 import (
 	"io/fs"
+	"os"
+	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -12,13 +13,41 @@ import (
 // doing I/O (or a network revalidation) to look a path up.
 const resolveCached = 0x20
 
-// readFileNoWaitOff is set once openat2 with RESOLVE_CACHED or preadv2 with RWF_NOWAIT
-// turned out to be missing (ENOSYS, EINVAL from an older kernel, EPERM from a seccomp
-// filter): ReadFile stops trying them.
+// readFileNoWaitOff is set once openat2 with RESOLVE_CACHED turned out to be missing
+// (ENOSYS; EINVAL from a kernel before 5.12, which does not know the flag; EPERM from a
+// seccomp filter): ReadFile and OpenFile stop trying the worker's path.
 var readFileNoWaitOff atomic.Bool
 
+// openat2Probe decides readFileNoWaitOff once, with an open that cannot fail for any
+// other reason (O_PATH of "/"). The errors of later calls then belong to their own
+// arguments: EINVAL from O_DIRECT on a file system without it, EPERM from an immutable
+// file opened for writing, a name holding a NUL byte. Those calls go to the pool, which
+// reports os's error; they must not turn the worker's path off for every other file.
+var openat2Probe sync.Once
+
+// noWaitOpenUsable reports whether openat2 with RESOLVE_CACHED works here.
+func noWaitOpenUsable() bool {
+	openat2Probe.Do(func() {
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: resolveCached}
+		fd, err := unix.Openat2(unix.AT_FDCWD, "/", &how)
+		for err == unix.EINTR {
+			fd, err = unix.Openat2(unix.AT_FDCWD, "/", &how)
+		}
+		switch err {
+		case nil:
+			unix.Close(fd)
+		case unix.EAGAIN: // works; "/" was merely not cached
+		default:
+			readFileNoWaitOff.Store(true)
+		}
+	})
+	return !readFileNoWaitOff.Load()
+}
+
 // readFileNoWait reads a whole regular file on the calling worker when that cannot
-// block: the path is resolved from the kernel's caches only (openat2 RESOLVE_CACHED),
+// block: the file is on a local file system (localFS: a network or FUSE file system's
+// open is a round trip to a server), the path is resolved from the kernel's caches
+// only (openat2 RESOLVE_CACHED),
 // its type and size come from statx without syncing with a remote server
 // (AT_STATX_DONT_SYNC), and every read is served from the page cache
 // (preadv2 RWF_NOWAIT). It reports ok = false when any of these would have to wait (or
@@ -26,7 +55,7 @@ var readFileNoWaitOff atomic.Bool
 // must see that); the caller then does the whole read on the blocking pool. A missing
 // file is reported at once, as os.ReadFile reports it.
 func readFileNoWait(name string) (data []byte, ok bool, err error) {
-	if readFileNoWaitOff.Load() {
+	if !noWaitOpenUsable() {
 		return nil, false, nil
 	}
 	// First an O_PATH descriptor, which opens nothing: opening a FIFO for reading, even
@@ -39,8 +68,8 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 		return nil, err != nil, err
 	}
 	var stx unix.Statx_t
-	serr := unix.Statx(pathFD, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_SIZE, &stx)
-	if serr != nil || stx.Mode&unix.S_IFMT != unix.S_IFREG {
+	serr := unix.Statx(pathFD, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_SIZE|statxMount, &stx)
+	if serr != nil || stx.Mode&unix.S_IFMT != unix.S_IFREG || !localFS(pathFD, &stx) {
 		unix.Close(pathFD)
 		return nil, false, nil
 	}
@@ -52,6 +81,7 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 	defer unix.Close(fd)
 	// As os.ReadFile: room for the size and one byte more, so that the end of the file
 	// shows as a read of 0 without growing the buffer.
+	sizeSeen := int64(stx.Size)
 	size := int(stx.Size)
 	if int64(size) != int64(stx.Size) || size < 0 {
 		return nil, false, nil
@@ -65,6 +95,7 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
 		}
+		want := cap(data) - len(data)
 		n, errno := preadNoWait(fd, data[len(data):cap(data)], int64(len(data)))
 		switch {
 		case errno == unix.EINTR:
@@ -77,6 +108,15 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 			return data, true, nil
 		}
 		data = data[:len(data)+n]
+		if n < want && int64(len(data)) >= sizeSeen && sizeSeen > 0 {
+			// A short read that reaches the size statx reported is the end of the
+			// file: the read of 0 that os.ReadFile makes to see it (a system call in
+			// seven here) would only confirm it. Bytes appended since the statx are
+			// left out, as they would be by a ReadFile that ran a moment earlier; a
+			// size of 0 proves nothing (procfs reports 0 for files with content), so
+			// those files are read until a read of 0.
+			return data, true, nil
+		}
 	}
 }
 
@@ -95,25 +135,117 @@ func openCached(name string, flags int) (int, error) {
 		return fd, nil
 	case unix.ENOENT, unix.ENOTDIR, unix.EACCES, unix.ELOOP, unix.ENAMETOOLONG:
 		return -1, &fs.PathError{Op: "open", Path: name, Err: err}
-	case unix.ENOSYS, unix.EINVAL, unix.EPERM:
-		readFileNoWaitOff.Store(true)
+	case unix.ENOSYS:
+		readFileNoWaitOff.Store(true) // a seccomp filter installed since the probe
 		return -1, nil
-	default: // EAGAIN: not all cached
+	default: // EAGAIN: not all cached; EINVAL, EPERM...: this call's own, see openat2Probe
 		return -1, nil
 	}
-}
-
-// preadNoWait is preadv2(fd, [p], off, RWF_NOWAIT) with the iovec on the stack.
-func preadNoWait(fd int, p []byte, off int64) (int, unix.Errno) {
-	var iov unix.Iovec
-	iov.Base = &p[0]
-	iov.SetLen(len(p))
-	lo := uintptr(off)
-	hi := uintptr(uint64(off) >> (unix.SizeofLong*8 - 1) >> 1)
-	r, _, e := unix.Syscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1, lo, hi, unix.RWF_NOWAIT)
-	return int(r), e
 }
 
 // unixFadviseDontNeed drops fd's clean pages from the page cache (tests use it to make
 // reads miss).
 func unixFadviseDontNeed(fd int) error { return unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED) }
+
+// statxMount asks statx for the file's mount id, unique for the boot where the kernel
+// has STATX_MNT_ID_UNIQUE (6.8), else the reusable one (5.8).
+const statxMount = unix.STATX_MNT_ID | unix.STATX_MNT_ID_UNIQUE
+
+// zfsSuperMagic is ZFS's f_type (not among x/sys's constants).
+const zfsSuperMagic = 0x2fc12fc1
+
+// localMounts caches localFS's answer by mount id (uint64 -> bool): a statfs per mount,
+// not per open. Ids from STATX_MNT_ID (which the kernel may reuse for a later mount)
+// are kept apart from unique ones by their top bit.
+var localMounts sync.Map
+
+// localFS reports whether the file behind pathFD (an O_PATH descriptor, whose statx
+// with statxMount is stx) is on a local, kernel-resident file system, where opening a
+// cached path and closing a descriptor do not wait for a server: ext4, XFS, Btrfs, F2FS,
+// bcachefs, ZFS, exFAT, FAT, tmpfs, ramfs, and overlayfs (whose layers are taken to be
+// local, as in containers). Anything else (NFS, SMB, Ceph, 9p, FUSE, ...) makes the
+// open or the close a round trip, which RESOLVE_CACHED does not prevent: those go to
+// the blocking pool.
+func localFS(pathFD int, stx *unix.Statx_t) bool {
+	var key uint64
+	switch {
+	case stx.Mask&unix.STATX_MNT_ID_UNIQUE != 0:
+		key = stx.Mnt_id &^ (1 << 63)
+	case stx.Mask&unix.STATX_MNT_ID != 0:
+		key = stx.Mnt_id | 1<<63
+	default:
+		return fsTypeLocal(pathFD) // no mount id (before 5.8): ask every time
+	}
+	if v, ok := localMounts.Load(key); ok {
+		return v.(bool)
+	}
+	local := fsTypeLocal(pathFD)
+	localMounts.Store(key, local)
+	return local
+}
+
+func fsTypeLocal(fd int) bool {
+	var st unix.Statfs_t
+	if unix.Fstatfs(fd, &st) != nil {
+		return false
+	}
+	switch uint32(st.Type) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC,
+		unix.F2FS_SUPER_MAGIC, unix.BCACHEFS_SUPER_MAGIC, zfsSuperMagic,
+		unix.EXFAT_SUPER_MAGIC, unix.MSDOS_SUPER_MAGIC, unix.TMPFS_MAGIC,
+		unix.RAMFS_MAGIC, unix.OVERLAYFS_SUPER_MAGIC:
+		return true
+	}
+	return false
+}
+
+// openNoWaitFlags are the open flags openNoWait handles: an access mode and flags that
+// change nothing on disk. O_CREAT, O_TRUNC, O_EXCL and O_TMPFILE write metadata (a
+// journal commit may wait), and anything unknown is left to os.OpenFile on the pool.
+const openNoWaitFlags = unix.O_ACCMODE | unix.O_APPEND | unix.O_CLOEXEC | unix.O_NOFOLLOW |
+	unix.O_NOATIME | unix.O_SYNC | unix.O_DSYNC | unix.O_DIRECT | unix.O_LARGEFILE | unix.O_NOCTTY
+
+// openNoWait opens an existing regular file on the calling worker when that cannot
+// block, as readFileNoWait does for its open: a local file system, a path resolved
+// from the kernel's caches only, and O_NONBLOCK on the open so that a file lease held
+// elsewhere fails the open instead of making it wait for the lease to be broken. A
+// FIFO or device (whose open may wait) is never opened here: its type is read first
+// through an O_PATH descriptor. It returns the *os.File with what the ring path needs
+// to know (a regular file; O_APPEND from flag), ok = false when the pool must do the
+// open (then the error is nil), or the *fs.PathError os.OpenFile gives for a name that
+// does not resolve.
+func openNoWait(name string, flag int) (f *os.File, fd int, ok bool, err error) {
+	if flag&^openNoWaitFlags != 0 || !noWaitOpenUsable() {
+		return nil, -1, false, nil
+	}
+	pathFD, err := openCached(name, unix.O_PATH|unix.O_CLOEXEC|flag&unix.O_NOFOLLOW)
+	if pathFD < 0 {
+		return nil, -1, err != nil, err
+	}
+	var stx unix.Statx_t
+	serr := unix.Statx(pathFD, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|statxMount, &stx)
+	if serr != nil || stx.Mode&unix.S_IFMT != unix.S_IFREG || !localFS(pathFD, &stx) {
+		unix.Close(pathFD)
+		return nil, -1, false, nil
+	}
+	fd, err = openCached(name, flag|unix.O_CLOEXEC|unix.O_NONBLOCK)
+	unix.Close(pathFD)
+	if fd < 0 {
+		return nil, -1, err != nil, err
+	}
+	// The name may have been replaced between the two opens: the File must know
+	// whether what it got is a regular file (a FIFO put there in between was opened
+	// without waiting, thanks to O_NONBLOCK; the pool opens it again, as os would).
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, -1, false, nil
+	}
+	// O_NONBLOCK served the open only: a File's ring reads would fail with EAGAIN
+	// on it. F_SETFL sets exactly the status flags the caller asked for.
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flag&(unix.O_APPEND|unix.O_DIRECT|unix.O_NOATIME|unix.O_DSYNC|unix.O_SYNC)); err != nil {
+		unix.Close(fd)
+		return nil, -1, false, nil
+	}
+	return os.NewFile(uintptr(fd), name), fd, true, nil
+}

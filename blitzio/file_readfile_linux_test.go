@@ -94,7 +94,7 @@ func TestReadNoWaitSkipsAfterMisses(t *testing.T) {
 	}
 	defer f.Close()
 	b := newBlockingIO(f)
-	if b.nw.rc == nil {
+	if !b.nw.on {
 		t.Skip("BLITZIO_FILEIO disables the worker's reads")
 	}
 	f.Sync()
@@ -102,7 +102,7 @@ func TestReadNoWaitSkipsAfterMisses(t *testing.T) {
 	evict()
 	p := make([]byte, 4096)
 	for i := range noWaitMissLimit {
-		if _, ok, _ := readNoWait(f, &b.nw, p, int64(i)*1<<14); ok {
+		if _, ok := readNoWait(b, p, int64(i)*1<<14); ok {
 			t.Skipf("read %d was served from memory after DONTNEED: cannot evict here", i)
 		}
 	}
@@ -113,7 +113,7 @@ func TestReadNoWaitSkipsAfterMisses(t *testing.T) {
 	os.ReadFile(name)
 	hits := 0
 	for i := range 2 * noWaitProbe {
-		n, ok, _ := readNoWait(f, &b.nw, p, 4096)
+		n, ok := readNoWait(b, p, 4096)
 		if ok {
 			hits++
 			if n != len(p) || !bytes.Equal(p, data[4096:8192]) {
@@ -129,7 +129,7 @@ func TestReadNoWaitSkipsAfterMisses(t *testing.T) {
 	}
 	start := time.Now()
 	for range 10 {
-		if _, ok, _ := readNoWait(f, &b.nw, p, 4096); !ok && time.Since(start) < time.Minute {
+		if _, ok := readNoWait(b, p, 4096); !ok && time.Since(start) < time.Minute {
 			t.Fatal("a cached read was skipped after the probe hit")
 		}
 	}
@@ -230,5 +230,42 @@ func TestReadFileFIFOWriterWaitingFirst(t *testing.T) {
 		if err := <-wrote; err != nil {
 			t.Fatalf("round %d: the writer: %v", i, err)
 		}
+	}
+}
+
+// TestReadFileNoWaitPartlyCached: a file whose first page is cached and the rest not.
+// The worker's first read comes back short (RWF_NOWAIT stops where the cache does)
+// before the size statx reported: that is not the end of the file, so the worker must
+// go on and decline at the miss (the pool then reads it all), never return the short
+// prefix as the whole file. ReadFile returns every byte either way.
+func TestReadFileNoWaitPartlyCached(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "f")
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<14) // 256 KiB
+	if err := os.WriteFile(name, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Sync()
+	fadviseDontNeed(t, f)
+	f.ReadAt(make([]byte, 4096), 0) // only the first page back in the cache
+	got, ok, err := readFileNoWait(name)
+	if readFileNoWaitOff.Load() {
+		t.Skip("openat2 RESOLVE_CACHED or statx unavailable here")
+	}
+	switch {
+	case err != nil:
+		t.Fatalf("readFileNoWait: %v", err)
+	case ok && !bytes.Equal(got, want):
+		t.Fatalf("the worker returned %d bytes of a %d-byte file", len(got), len(want))
+	case ok:
+		t.Log("the whole file was cached after all (readahead): nothing declined")
+	}
+	rt := fileRT(t)
+	if got := must(t, rt, ReadFile(name)); !bytes.Equal(got, want) {
+		t.Fatalf("ReadFile: %d bytes, want %d", len(got), len(want))
 	}
 }

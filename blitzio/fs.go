@@ -52,10 +52,11 @@ func (b *blockingFuture[T]) Poll(cx *Context) (Result[T], bool) {
 
 // ReadFile returns a future of the whole content of a file, like os.ReadFile.
 //
-// On Linux a file whose path and pages are all in the kernel's caches is read by the
-// worker itself, with system calls that fail rather than wait (openat2 RESOLVE_CACHED,
-// preadv2 RWF_NOWAIT): no hop to the blocking pool. Anything else (a page-cache miss,
-// a FIFO, a network file system that must revalidate) runs on the blocking pool. The
+// On Linux a regular file of a local file system whose path and pages are all in the
+// kernel's caches is read by the worker itself, with system calls that fail rather than
+// wait (openat2 RESOLVE_CACHED, preadv2 RWF_NOWAIT): no hop to the blocking pool.
+// Anything else (a page-cache miss, a FIFO, a network or FUSE file system, whose open is
+// a round trip to a server) runs on the blocking pool. The
 // environment variable BLITZIO_FILEIO=pool or ring, read at each call, skips the
 // worker's attempt.
 func ReadFile(name string) Future[Result[[]byte]] {
