@@ -205,10 +205,13 @@ func (f *File) Close() Future[Result[struct{}]] {
 }
 
 // positioned is the future of ReadAt and WriteAt. A read is tried without blocking on
-// the worker first (readNoWait: the page cache), then goes to the runtime's io_uring
-// (a completion, no goroutine hop) or else to the blocking pool. Either way the system
-// call works on a buffer the operation owns, and a read copies into the caller's slice
-// only when it is polled to completion: a dropped ReadAt never writes into p.
+// the worker first (readNoWait: the page cache), straight into the caller's slice, then
+// goes to the runtime's io_uring (a completion, no goroutine hop) or else to the blocking
+// pool. Those two work on a buffer the operation owns, copied into the caller's slice only
+// when the future is polled to completion, so p is never written after Drop. A first try
+// that found only part of the range in the page cache has already filled the front of p,
+// though: copying every read through a buffer of the future's own to avoid that would
+// cost the common, fully cached read a copy.
 type positioned struct {
 	b *blockingIO
 	// p is the caller's slice for a ReadAt, the bytes to write (a copy) for a WriteAt.
@@ -388,8 +391,10 @@ func (f *positioned) Drop() {
 
 // ReadAt returns a future that reads len(p) bytes at offset off, like os.File.ReadAt
 // (io.EOF if the file ends first, with the count read). It does not use or move the
-// file offset and may run beside other operations. p is filled only when the future
-// completes; a dropped ReadAt never writes into p.
+// file offset and may run beside other operations. p is written only while the future
+// is polled, never after it is dropped; but a ReadAt dropped before it completes may
+// already have filled part of p (its first poll reads what the page cache holds
+// straight into p), so treat p's contents as unspecified after a Drop.
 func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
 	return &positioned{b: f.b, p: p, off: off}
 }

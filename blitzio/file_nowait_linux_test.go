@@ -76,7 +76,11 @@ func TestReadAtMissFallsBack(t *testing.T) {
 // TestReadAtDroppedAfterMiss drops ReadAt futures that missed the page cache on the
 // worker and went to the ring or the pool, at random points: the caller's slice is
 // never written after Drop, and Close still completes (every operation let go of the
-// descriptor).
+// descriptor). A first poll that found part of the range cached has already filled the
+// front of the slice (as ReadAt's doc says), so the check compares each slice with what
+// it held when Drop returned. (It first asserted the slice untouched, which failed in CI
+// when readahead had cached the front of a range: that was the documentation promising
+// more than the worker's page-cache read keeps, fixed in the doc.)
 func TestReadAtDroppedAfterMiss(t *testing.T) {
 	t.Setenv(fileIOEnv, "auto")
 	rt := fileRT(t)
@@ -84,7 +88,7 @@ func TestReadAtDroppedAfterMiss(t *testing.T) {
 	f, _ := evictedFile(t, rt, size)
 	var woken atomic.Int64
 	cx := NewContext(rt, WakerFunc(func() { woken.Add(1) }))
-	var bufs [][]byte
+	var bufs, atDrop [][]byte
 	for i := range 64 {
 		p := bytes.Repeat([]byte{'z'}, 16<<10)
 		fut := f.ReadAt(p, int64(i)*(size/64))
@@ -96,6 +100,7 @@ func TestReadAtDroppedAfterMiss(t *testing.T) {
 		}
 		Drop(fut)
 		bufs = append(bufs, p)
+		atDrop = append(atDrop, bytes.Clone(p))
 	}
 	if len(bufs) == 0 {
 		t.Skip("every read was served at once")
@@ -110,8 +115,8 @@ func TestReadAtDroppedAfterMiss(t *testing.T) {
 		t.Fatalf("Close did not complete after the dropped reads\n%s", buf[:runtime.Stack(buf, true)])
 	}
 	for i, p := range bufs {
-		if j := bytes.IndexFunc(p, func(r rune) bool { return r != 'z' }); j >= 0 {
-			t.Fatalf("dropped read %d: the caller's slice was written at %d", i, j)
+		if !bytes.Equal(p, atDrop[i]) {
+			t.Fatalf("dropped read %d: the caller's slice was written after Drop", i)
 		}
 	}
 }
@@ -424,4 +429,43 @@ func TestCloseInline(t *testing.T) {
 		t.Fatal("closeCannotBlock: true for an unlinked file (its last close frees its blocks)")
 	}
 	must(t, rt, u.Close())
+}
+
+// TestReadAtPartlyCachedFront: a ReadAt whose range has only its first page in the page
+// cache reads that page on the worker (a short non-blocking read into p), then goes to
+// the ring or the pool for the whole range; it must complete with every byte right and
+// the full count, never with the short count of the first try. Run in each file mode.
+func TestReadAtPartlyCachedFront(t *testing.T) {
+	for _, mode := range []string{"auto", "nowait"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Setenv(fileIOEnv, mode)
+			rt := fileRT(t)
+			const size = 1 << 20
+			f, data := evictedFile(t, rt, size)
+			// Bring back the first page of the range only: no readahead on this
+			// descriptor, so the pages after it stay out of the cache.
+			rc, err := f.OSFile().SyscallConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc.Control(func(fd uintptr) { unix.Fadvise(int(fd), 0, 0, unix.FADV_RANDOM) })
+			const off = 256 << 10
+			if _, err := f.OSFile().ReadAt(make([]byte, 4096), off); err != nil {
+				t.Fatal(err)
+			}
+			p := make([]byte, 16<<10)
+			switch n, ok := readNoWait(f.b, make([]byte, len(p)), off); {
+			case ok && n == len(p):
+				t.Skip("the whole range was cached after all (readahead)")
+			case !ok || n == 0:
+				t.Skip("the first page did not stay cached: no short read to test")
+			}
+			n := must(t, rt, f.ReadAt(p, off))
+			if n != len(p) || !bytes.Equal(p, data[off:off+int64(len(p))]) {
+				t.Fatalf("ReadAt of a range with only its first page cached: %d bytes, want %d, content right: %v",
+					n, len(p), bytes.Equal(p[:n], data[off:off+int64(n)]))
+			}
+			must(t, rt, f.Close())
+		})
+	}
 }
