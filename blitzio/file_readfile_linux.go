@@ -47,9 +47,8 @@ func noWaitOpenUsable() bool {
 // readFileNoWait reads a whole regular file on the calling worker when that cannot
 // block: the file is on a local file system (localFS: a network or FUSE file system's
 // open is a round trip to a server), the path is resolved from the kernel's caches
-// only (openat2 RESOLVE_CACHED),
-// its type and size come from statx without syncing with a remote server
-// (AT_STATX_DONT_SYNC), and every read is served from the page cache
+// only (openat2 RESOLVE_CACHED), its type and size come from statx without syncing with
+// a remote server (AT_STATX_DONT_SYNC), and every read is served from the page cache
 // (preadv2 RWF_NOWAIT). It reports ok = false when any of these would have to wait (or
 // the file is not a regular file: a FIFO's open waits for a writer, and os.ReadFile
 // must see that); the caller then does the whole read on the blocking pool. A missing
@@ -58,23 +57,10 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 	if !noWaitOpenUsable() {
 		return nil, false, nil
 	}
-	// First an O_PATH descriptor, which opens nothing: opening a FIFO for reading, even
-	// non-blocking, would pair with a writer waiting in its open and then hang up on it
-	// (the writer gets EPIPE, and the pool's os.ReadFile waits for another writer). Only
-	// a regular file is opened for reading. (Were the name replaced by a FIFO between
-	// the two opens, the reads below fail with ESPIPE and the pool does the work.)
-	pathFD, err := openCached(name, unix.O_PATH|unix.O_CLOEXEC)
-	if pathFD < 0 {
-		return nil, err != nil, err
-	}
+	// (Were the name replaced by a FIFO after openCachedRegular's type check, the reads
+	// below fail with ESPIPE and the pool does the work.)
 	var stx unix.Statx_t
-	serr := unix.Statx(pathFD, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_SIZE|statxMount, &stx)
-	if serr != nil || stx.Mode&unix.S_IFMT != unix.S_IFREG || !localFS(pathFD, &stx) {
-		unix.Close(pathFD)
-		return nil, false, nil
-	}
-	fd, err := openCached(name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK)
-	unix.Close(pathFD)
+	fd, err := openCachedRegular(name, 0, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, unix.STATX_SIZE, &stx)
 	if fd < 0 {
 		return nil, err != nil, err
 	}
@@ -141,6 +127,26 @@ func openCached(name string, flags int) (int, error) {
 	default: // EAGAIN: not all cached; EINVAL, EPERM...: this call's own, see openat2Probe
 		return -1, nil
 	}
+}
+
+// openCachedRegular opens name with flags on the calling worker if that cannot block: a
+// regular file (its type read first through an O_PATH descriptor, with pathFlags, which
+// opens nothing: opening a FIFO, even non-blocking, would pair with a writer waiting in
+// its open and then hang up on it) of a local file system (localFS), its path resolved
+// from the kernel's caches only (openCached). stx receives the statx of the O_PATH
+// descriptor with the type, the mount id and mask. It returns what openCached returns
+// for the second open; -1 and nil also when the name is not a local regular file.
+func openCachedRegular(name string, pathFlags, flags, mask int, stx *unix.Statx_t) (int, error) {
+	pathFD, err := openCached(name, unix.O_PATH|unix.O_CLOEXEC|pathFlags)
+	if pathFD < 0 {
+		return -1, err
+	}
+	defer unix.Close(pathFD)
+	serr := unix.Statx(pathFD, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|statxMount|mask, stx)
+	if serr != nil || stx.Mode&unix.S_IFMT != unix.S_IFREG || !localFS(pathFD, stx) {
+		return -1, nil
+	}
+	return openCached(name, flags)
 }
 
 // unixFadviseDontNeed drops fd's clean pages from the page cache (tests use it to make
@@ -218,18 +224,8 @@ func openNoWait(name string, flag int) (f *os.File, fd int, ok bool, err error) 
 	if flag&^openNoWaitFlags != 0 || !noWaitOpenUsable() {
 		return nil, -1, false, nil
 	}
-	pathFD, err := openCached(name, unix.O_PATH|unix.O_CLOEXEC|flag&unix.O_NOFOLLOW)
-	if pathFD < 0 {
-		return nil, -1, err != nil, err
-	}
 	var stx unix.Statx_t
-	serr := unix.Statx(pathFD, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|statxMount, &stx)
-	if serr != nil || stx.Mode&unix.S_IFMT != unix.S_IFREG || !localFS(pathFD, &stx) {
-		unix.Close(pathFD)
-		return nil, -1, false, nil
-	}
-	fd, err = openCached(name, flag|unix.O_CLOEXEC|unix.O_NONBLOCK)
-	unix.Close(pathFD)
+	fd, err = openCachedRegular(name, flag&unix.O_NOFOLLOW, flag|unix.O_CLOEXEC|unix.O_NONBLOCK, 0, &stx)
 	if fd < 0 {
 		return nil, -1, err != nil, err
 	}

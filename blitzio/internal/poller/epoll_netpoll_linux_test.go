@@ -121,20 +121,25 @@ func TestEpollTimeoutThenWaitWithoutTimeout(t *testing.T) {
 
 // Wake returns a Poll blocked without a timeout, in both modes, again and again.
 func TestEpollWakeBothModes(t *testing.T) {
-	epollModes(t, func(t *testing.T, p *epoll) {
-		evs := make([]Event, 4)
-		for range 20 {
-			go func() {
-				time.Sleep(time.Millisecond)
-				if err := p.Wake(); err != nil {
-					t.Error(err)
-				}
-			}()
-			if n := pollWithin(t, p, evs, -1, 5*time.Second); n != 0 {
-				t.Fatalf("woken Poll = %d events, want 0", n)
+	epollModes(t, func(t *testing.T, p *epoll) { wakeRepeatedly(t, p) })
+}
+
+// wakeRepeatedly checks, 20 times, that a Wake from another goroutine returns a Poll
+// parked without a timeout, with no events.
+func wakeRepeatedly(t *testing.T, p Poller) {
+	t.Helper()
+	evs := make([]Event, 4)
+	for range 20 {
+		go func() {
+			time.Sleep(time.Millisecond)
+			if err := p.Wake(); err != nil {
+				t.Error(err)
 			}
+		}()
+		if n := pollWithin(t, p, evs, -1, 5*time.Second); n != 0 {
+			t.Fatalf("woken Poll = %d events, want 0", n)
 		}
-	})
+	}
 }
 
 // A Poll with a timeout and nothing to report returns after its timeout, in both modes.

@@ -115,20 +115,7 @@ func TestUringNetpollSubmitsBeforeParking(t *testing.T) {
 
 // Wake returns a parked Poll, again and again, in both modes.
 func TestUringWakeBothModes(t *testing.T) {
-	uringModes(t, func(t *testing.T, r *ioUring) {
-		evs := make([]Event, 4)
-		for range 20 {
-			go func() {
-				time.Sleep(time.Millisecond)
-				if err := r.Wake(); err != nil {
-					t.Error(err)
-				}
-			}()
-			if n := pollWithin(t, r, evs, -1, 5*time.Second); n != 0 {
-				t.Fatalf("woken Poll = %d events, want 0", n)
-			}
-		}
-	})
+	uringModes(t, func(t *testing.T, r *ioUring) { wakeRepeatedly(t, r) })
 }
 
 // Close while a Poll is parked on the netpoller: the Poll returns (with an error or
