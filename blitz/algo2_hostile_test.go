@@ -180,6 +180,22 @@ func TestAlgo2GoexitInParallelLoops(t *testing.T) {
 				return cmp.Compare(a, b)
 			}, opts...)
 		},
+		// SortFunc's merge sort (forced: 64 elements would take pdqsort): its scratch
+		// buffer goes back to the cache on the way out.
+		"SortFunc/merge": func() {
+			in := slices.Clone(s)
+			slices.Reverse(in)
+			in[3], in[60] = in[60], in[3]
+			var n atomic.Int64
+			withSortFuncPath(1, func() {
+				SortFunc(in, func(a, b int) int {
+					if n.Add(1) == 30 && !onCaller() {
+						runtime.Goexit()
+					}
+					return cmp.Compare(a, b)
+				}, opts...)
+			})
+		},
 		"Filter": func() {
 			Filter(s, func(v int) bool {
 				if v == 40 && !onCaller() {
