@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/blitzgo/blitz/blitzio"
+	"github.com/blitzgo/blitz/blitzio/stream"
 )
 
 // connStream is what the server serves: a blitzio TCP or Unix stream.
@@ -74,16 +75,18 @@ type conn struct {
 	wakerSet  atomic.Bool
 	taskWaker blitzio.Waker
 	aborted   atomic.Bool // Server.Close: stop at once
+	ext       *connExt    // set when the Server has ConnState, BaseContext or ConnContext
 
 	// Task-side state.
 	phase   uint8
+	fresh   bool // no byte read yet: idleDL is the first request's header deadline
+	linger  bool
+	dropped bool
+	active  bool // StateActive reported (owned like the buffers)
 	sleep   *blitzio.SleepFuture
 	armed   int64   // the deadline the sleep is armed for (unix ns), 0 for none
 	idleDL  int64   // idle or header deadline of the read phase, 0 for none
-	fresh   bool    // no byte read yet: idleDL is the first request's header deadline
 	errOut  *[]byte // the error response being written (phaseErr); what is left of it
-	linger  bool
-	dropped bool
 
 	// Owned by whoever owns the connection (see owner).
 	rbuf       *[]byte
@@ -104,6 +107,61 @@ type conn struct {
 	rpark, wpark   atomic.Pointer[parker]
 	mustClose      atomic.Bool // set from any goroutine: do not reuse the connection
 	cur            atomic.Pointer[reqCtx]
+}
+
+// connExt is what a connection of a Server with ConnState, BaseContext or ConnContext
+// holds beside its stream: the net.Conn the hooks and Hijack see, and the context its
+// requests derive from (nil for none).
+type connExt struct {
+	nc  *stream.Conn
+	ctx context.Context
+}
+
+// closeStream closes the socket, through the hooks' net.Conn if there is one (so that
+// its own calls fail with net.ErrClosed too).
+func (c *conn) closeStream() {
+	if c.ext != nil {
+		c.ext.nc.Close()
+		return
+	}
+	c.s.Close()
+}
+
+// setState reports a state change to Server.ConnState. It is called by whoever owns the
+// connection (the task or the handler goroutine; the hand-offs between them order the
+// calls). A panic in the hook is logged and closes the connection, as net/http's
+// connection goroutine recovers it.
+func (c *conn) setState(st http.ConnState) {
+	f := c.srv.ConnState
+	if f == nil || c.ext == nil {
+		return
+	}
+	switch st {
+	case http.StateActive:
+		c.active = true
+	case http.StateIdle:
+		c.active = false
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			c.mustClose.Store(true)
+			c.closeAfter = true
+			c.srv.logf("http: panic in ConnState(%v) for %v: %v\n%s", st, c.ext.nc.RemoteAddr(), v, stack())
+		}
+	}()
+	f(c.ext.nc, st)
+}
+
+// markActive reports StateActive once the first bytes of a request are in.
+func (c *conn) markActive() {
+	if !c.active && c.ext != nil {
+		c.setState(http.StateActive)
+	}
+}
+
+func stack() []byte {
+	buf := make([]byte, 64<<10)
+	return buf[:runtime.Stack(buf, false)]
 }
 
 func newConn(srv *Server, rt *blitzio.Runtime, a acceptedConn) *conn {
@@ -129,7 +187,7 @@ func (c *conn) wakeTask() {
 func (c *conn) abort() {
 	c.aborted.Store(true)
 	c.mustClose.Store(true)
-	c.s.Close()
+	c.closeStream()
 	if x := c.cur.Load(); x != nil {
 		x.cancel()
 	}
@@ -186,7 +244,7 @@ func (c *conn) Drop() {
 		return
 	}
 	c.dropped = true
-	c.s.Close()
+	c.closeStream()
 	if c.owner.Load() == ownTask {
 		c.finish()
 		return
@@ -206,13 +264,14 @@ func (c *conn) disarm() {
 func (c *conn) finish() {
 	c.dropped = true
 	c.disarm()
-	c.s.Close()
+	c.closeStream()
 	c.releaseRead()
 	c.releaseOut()
 	if x := c.cur.Load(); x != nil {
 		x.cancel()
 	}
 	c.srv.untrack(c)
+	c.setState(http.StateClosed)
 }
 
 func (c *conn) releaseRead() {
@@ -358,6 +417,7 @@ func (c *conn) pollRead(cx *blitzio.Context) bool {
 				continue
 			}
 		}
+		c.markActive()
 		b := (*c.rbuf)[c.r0:c.r1]
 		n := headEnd(b)
 		max := srv.maxHeaderBytes()
@@ -600,6 +660,10 @@ func (c *conn) nextRequestBuffered() bool {
 		}
 		c.lastPost = false
 	}
+	if c.r0 == c.r1 {
+		return false
+	}
+	c.markActive()
 	b := (*c.rbuf)[c.r0:c.r1]
 	n := headEnd(b)
 	max := c.srv.maxHeaderBytes()
@@ -673,6 +737,10 @@ func (c *conn) serve() {
 			c.closeAfter = true
 			break
 		}
+		c.setState(http.StateIdle)
+		if c.closeAfter {
+			break // the hook panicked
+		}
 		if c.nextRequestBuffered() {
 			continue // pipelined: its response joins the batch
 		}
@@ -726,6 +794,9 @@ func (c *conn) serve() {
 func (c *conn) serveRequest() (keep bool) {
 	req := c.req
 	bd := c.bundle
+	if x := c.ext; x != nil && x.ctx != nil {
+		bd.ctx.setParent(x.ctx)
+	}
 	c.cur.Store(&bd.ctx)
 	if co := c.srv.Coordinator; co != nil {
 		if g, err := co.Guard(); err == nil {
@@ -919,22 +990,41 @@ type reqBundle struct {
 }
 
 // reqCtx is a request's context: cancelled when the handler returns or the connection
-// closes. Done's channel is made only if asked for.
+// closes, or when its parent (BaseContext's or ConnContext's) is. Done's channel is made
+// only if asked for.
 type reqCtx struct {
-	mu   sync.Mutex
-	done chan struct{}
-	err  error
-	c    *conn
+	mu     sync.Mutex
+	done   chan struct{}
+	err    error
+	c      *conn
+	parent context.Context // nil for none (context.Background())
+	stop   func() bool     // context.AfterFunc's, for a parent that can be cancelled
+}
+
+// setParent makes x derive from parent; called before the handler runs, and always
+// followed by cancel (endRequest), which stops the propagation.
+func (x *reqCtx) setParent(parent context.Context) {
+	x.parent = parent
+	if parent.Done() != nil {
+		x.stop = context.AfterFunc(parent, func() { x.cancelWith(parent.Err()) })
+	}
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func (x *reqCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+// Deadline returns the parent's.
+func (x *reqCtx) Deadline() (time.Time, bool) {
+	if x.parent != nil {
+		return x.parent.Deadline()
+	}
+	return time.Time{}, false
+}
 
 func (x *reqCtx) Done() <-chan struct{} {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.done == nil {
+		x.checkParentLocked()
 		if x.err != nil {
 			return closedChan
 		}
@@ -946,12 +1036,31 @@ func (x *reqCtx) Done() <-chan struct{} {
 func (x *reqCtx) Err() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.checkParentLocked()
 	return x.err
+}
+
+// checkParentLocked takes the parent's error if it is done: context.AfterFunc reports
+// it from a goroutine of its own, and without this check Err could still return nil
+// after the parent's Err has returned its error (a context derived with
+// context.WithCancel never does).
+func (x *reqCtx) checkParentLocked() {
+	if x.err == nil && x.parent != nil {
+		if err := x.parent.Err(); err != nil {
+			x.err = err
+			if x.done != nil {
+				close(x.done)
+			}
+		}
+	}
 }
 
 func (x *reqCtx) Value(key any) any {
 	if key == http.LocalAddrContextKey {
 		return x.c.s.LocalAddr()
+	}
+	if x.parent != nil {
+		return x.parent.Value(key)
 	}
 	return nil
 }
@@ -959,9 +1068,16 @@ func (x *reqCtx) Value(key any) any {
 func (x *reqCtx) String() string { return "httpserve.requestContext" }
 
 func (x *reqCtx) cancel() {
+	x.cancelWith(context.Canceled)
+	if x.stop != nil {
+		x.stop()
+	}
+}
+
+func (x *reqCtx) cancelWith(err error) {
 	x.mu.Lock()
 	if x.err == nil {
-		x.err = context.Canceled
+		x.err = err
 		if x.done != nil {
 			close(x.done)
 		}

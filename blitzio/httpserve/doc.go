@@ -63,9 +63,13 @@
 //
 //   - Obsolete line folding (a header line starting with a space or tab) is refused with
 //     400; net/http joins such lines. RFC 9112 section 5.2 allows both.
-//   - The request's context is cancelled when the handler returns or the connection is
-//     closed; it carries http.LocalAddrContextKey but not http.ServerContextKey (there
-//     is no *http.Server).
+//   - The request's context is cancelled when the handler returns, the connection is
+//     closed, or the context it derives from (Server.BaseContext's or ConnContext's) is
+//     cancelled; it carries http.LocalAddrContextKey and the values of those contexts,
+//     but not http.ServerContextKey (there is no *http.Server).
+//   - Server.BaseContext gets the listener as a net.Listener whose Accept fails
+//     (ErrAcceptByServer): the server accepts on it. Server.ConnState is called from
+//     the runtime's worker for StateNew, StateActive and StateClosed.
 //   - Changes to the Header map after WriteHeader and before the first body bytes are
 //     sent may still reach the client (net/http snapshots the map at WriteHeader).
 //   - Request trailers are checked and dropped (Request.Trailer stays nil), and every

@@ -463,12 +463,18 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	c.hijacked = true
 	c.srv.untrack(c)
+	c.setState(http.StateHijacked)
 	var rest []byte
 	if c.rbuf != nil && c.r0 < c.r1 {
 		rest = append([]byte(nil), (*c.rbuf)[c.r0:c.r1]...)
 		c.r0, c.r1 = 0, 0
 	}
-	nc := stream.NewConn(c.s)
+	var nc *stream.Conn
+	if c.ext != nil {
+		nc = c.ext.nc // the net.Conn the hooks have seen
+	} else {
+		nc = stream.NewConn(c.s)
+	}
 	var r io.Reader = nc
 	if len(rest) > 0 {
 		r = io.MultiReader(bytes.NewReader(rest), nc)
