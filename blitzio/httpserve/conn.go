@@ -705,7 +705,7 @@ func (c *conn) appendOut(b []byte) {
 // serve runs on a pooled goroutine: the request in c.req, then the pipelined ones
 // already buffered, then a read-ahead for the next; it writes the batch of responses
 // with one write and hands the connection back to its task.
-func (c *conn) serve() {
+func (c *conn) serve(hw *hworker) {
 	normal := false
 	defer func() {
 		if !normal {
@@ -761,7 +761,8 @@ func (c *conn) serve() {
 		// this goroutine; if not, the task's waker stays with the driver and the
 		// connection goes idle without waking the task.
 		if taskCx == nil {
-			taskCx = blitzio.NewContext(c.rt, c.taskWaker)
+			hw.cx = *blitzio.NewContext(c.rt, c.taskWaker)
+			taskCx = &hw.cx
 		}
 		r, ok := c.s.PollRead(taskCx, *c.rbuf)
 		if !ok {
@@ -858,6 +859,7 @@ func (c *conn) endRequest() {
 		w := &bd.res
 		w.mu.Lock()
 		w.done = true
+		w.releaseHeader()
 		w.mu.Unlock()
 		if b := w.body; b != nil {
 			b.close()
