@@ -554,12 +554,16 @@ func appendHeaderMap(b []byte, h http.Header, skip map[string]bool) []byte {
 			b = append(b, k...)
 			b = append(b, ": "...)
 			v = trimOWS(v)
-			for i := 0; i < len(v); i++ {
-				ch := v[i]
-				if ch == '\r' || ch == '\n' {
-					ch = ' '
+			if strings.ContainsAny(v, "\r\n") {
+				for i := 0; i < len(v); i++ {
+					ch := v[i]
+					if ch == '\r' || ch == '\n' {
+						ch = ' '
+					}
+					b = append(b, ch)
 				}
-				b = append(b, ch)
+			} else {
+				b = append(b, v...) // the usual case: one copy
 			}
 			b = append(b, "\r\n"...)
 		}
