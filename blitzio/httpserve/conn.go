@@ -130,7 +130,11 @@ func (c *conn) closeStream() {
 // setState reports a state change to Server.ConnState. It is called by whoever owns the
 // connection (the task or the handler goroutine; the hand-offs between them order the
 // calls). A panic in the hook is logged and closes the connection, as net/http's
-// connection goroutine recovers it.
+// connection goroutine recovers it. A runtime.Goexit in it cannot be stopped: called
+// from the task (StateNew, StateActive, StateClosed), it ends the task's poll, and the
+// runtime completes the task without polling it again, so the connection is closed and
+// forgotten here before the goroutine goes; called from the handler goroutine, serve's
+// deferred clean-up closes it.
 func (c *conn) setState(st http.ConnState) {
 	f := c.srv.ConnState
 	if f == nil || c.ext == nil {
@@ -142,14 +146,31 @@ func (c *conn) setState(st http.ConnState) {
 	case http.StateIdle:
 		c.active = false
 	}
+	returned := false
 	defer func() {
+		if returned {
+			return
+		}
+		c.mustClose.Store(true)
+		c.closeAfter = true
 		if v := recover(); v != nil {
-			c.mustClose.Store(true)
-			c.closeAfter = true
 			c.srv.logf("http: panic in ConnState(%v) for %v: %v\n%s", st, c.ext.nc.RemoteAddr(), v, stack())
+			return
+		}
+		c.srv.logf("http: runtime.Goexit in ConnState(%v) for %v", st, c.ext.nc.RemoteAddr())
+		if st == http.StateNew || st == http.StateActive || st == http.StateClosed {
+			if st != http.StateClosed { // finish has done this before StateClosed
+				c.dropped = true
+				c.disarm()
+				c.releaseRead()
+				c.releaseOut()
+			}
+			c.closeStream()
+			c.srv.untrack(c)
 		}
 	}()
 	f(c.ext.nc, st)
+	returned = true
 }
 
 // markActive reports StateActive once the first bytes of a request are in.
@@ -199,6 +220,9 @@ func (c *conn) Poll(cx *blitzio.Context) (struct{}, bool) {
 	if !c.wakerSet.Load() {
 		c.taskWaker = cx.Waker()
 		c.wakerSet.Store(true)
+		// StateNew from the connection's own task rather than the accept loop: a hook
+		// that calls runtime.Goexit then ends this connection only, not the server.
+		c.setState(http.StateNew)
 	}
 	for {
 		switch c.owner.Load() {
@@ -271,7 +295,9 @@ func (c *conn) finish() {
 		x.cancel()
 	}
 	c.srv.untrack(c)
-	c.setState(http.StateClosed)
+	if c.wakerSet.Load() { // StateNew was reported (a task dropped unpolled had none)
+		c.setState(http.StateClosed)
+	}
 }
 
 func (c *conn) releaseRead() {

@@ -11,6 +11,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -388,4 +389,55 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestConnStateGoexit: a ConnState hook that calls runtime.Goexit (t.FailNow in a test
+// helper) in any state ends that connection (the client sees it closed, it does not
+// hang) and the server goes on serving new ones.
+func TestConnStateGoexit(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	for _, st := range []http.ConnState{http.StateNew, http.StateActive, http.StateIdle, http.StateClosed} {
+		t.Run(st.String(), func(t *testing.T) {
+			var mu sync.Mutex
+			exits := 0
+			ts := start(t, blitzio.BackendEpoll, &Server{Handler: hello(), ErrorLog: discardLog(),
+				ConnState: func(_ net.Conn, s http.ConnState) {
+					mu.Lock()
+					first := s == st && exits == 0
+					if first {
+						exits++
+					}
+					mu.Unlock()
+					if first {
+						runtime.Goexit()
+					}
+				}})
+			c := ts.dial(t)
+			br := bufio.NewReader(c)
+			io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+			if resp, err := http.ReadResponse(br, nil); err == nil {
+				readBody(t, resp)
+				if st != http.StateIdle && st != http.StateClosed {
+					t.Fatalf("Goexit in %v: answered", st)
+				}
+			}
+			if st != http.StateClosed {
+				if _, err := br.ReadByte(); err == nil {
+					t.Fatalf("Goexit in %v: connection still open", st)
+				}
+			}
+			c.Close()
+			// The next connection is served.
+			c2 := ts.dial(t)
+			if got := readBody(t, roundTrip(t, c2, bufio.NewReader(c2), "GET /b HTTP/1.1\r\nHost: x\r\n\r\n", "GET")); got != "hello /b" {
+				t.Fatalf("after a Goexit in %v: %q", st, got)
+			}
+			waitFor(t, "the connections to be forgotten", func() bool {
+				c2.Close()
+				ts.srv.mu.Lock()
+				defer ts.srv.mu.Unlock()
+				return len(ts.srv.conns) == 0
+			})
+		})
+	}
 }

@@ -72,7 +72,8 @@ type Server struct {
 	// ConnContext get. The calls for one connection never overlap; they run on the
 	// runtime's worker for StateNew, StateActive and StateClosed (so the function must
 	// be quick and must not block, as it would stall other connections) and on the
-	// handler's goroutine otherwise. A panic in it is logged and closes the connection.
+	// handler's goroutine otherwise. A panic in it is logged and closes the connection;
+	// so does a runtime.Goexit (which also ends the goroutine that called it).
 	// Setting ConnState, BaseContext or ConnContext costs each connection a net.Conn
 	// view of its stream (a few hundred bytes, idle or not).
 	ConnState func(net.Conn, http.ConnState)
@@ -168,7 +169,8 @@ type acceptedConn struct {
 // package documentation), until Shutdown or Close, after which it returns
 // http.ErrServerClosed; it returns the accept error that stopped it otherwise. Serve
 // blocks the calling goroutine: call it from a plain goroutine (main or one of yours),
-// never from a task. The server owns l: Shutdown and Close close it.
+// never from a task. The server owns l: Shutdown and Close close it, and so does Serve
+// when it returns an error of its own, as http.Server.Serve does.
 func (srv *Server) Serve(rt *blitzio.Runtime, l *blitzio.TCPListener) error {
 	if rt == nil || l == nil {
 		return ErrNoRuntime
@@ -255,6 +257,9 @@ func (srv *Server) serve(rt *blitzio.Runtime, l *listener) error {
 	}
 	h := blitzio.Spawn(rt, &acceptLoop{srv: srv, l: l, rt: rt})
 	err, jerr := h.Wait()
+	if jerr != nil || err != nil {
+		l.close() // the accept task failed (a hook's panic or Goexit, an accept error)
+	}
 	srv.mu.Lock()
 	delete(srv.listeners, l)
 	srv.mu.Unlock()
@@ -299,8 +304,7 @@ func (a *acceptLoop) Poll(cx *blitzio.Context) (error, bool) {
 			c.closeStream()
 			return nil, true
 		}
-		c.setState(http.StateNew)
-		blitzio.Spawn(cx, c).Detach()
+		blitzio.Spawn(cx, c).Detach() // its first poll reports http.StateNew
 	}
 }
 
