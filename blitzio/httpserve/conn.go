@@ -490,7 +490,7 @@ func (c *conn) pollRead(cx *blitzio.Context) bool {
 		}
 		c.disarm()
 		c.idleDL = 0
-		if perr := c.parseRequest(n); perr != nil {
+		if perr := c.parseRequest(n, nil); perr != nil {
 			c.fail(perr)
 			return true
 		}
@@ -499,9 +499,15 @@ func (c *conn) pollRead(cx *blitzio.Context) bool {
 	}
 }
 
-// parseRequest parses the head of n bytes at rbuf[r0:] into c.req.
-func (c *conn) parseRequest(n int) *parseError {
-	head := string((*c.rbuf)[c.r0 : c.r0+n])
+// parseRequest parses the head of n bytes at rbuf[r0:] into c.req. hw, the handler
+// goroutine parsing pipelined requests (nil on the task), lends its batch string.
+func (c *conn) parseRequest(n int, hw *hworker) *parseError {
+	var head string
+	if hw != nil {
+		head = hw.headString((*c.rbuf)[c.r0:c.r1], c.r0, n)
+	} else {
+		head = string((*c.rbuf)[c.r0 : c.r0+n])
+	}
 	c.r0 += n
 	if c.r0 == c.r1 {
 		c.r0, c.r1 = 0, 0
@@ -672,7 +678,7 @@ func (c *conn) handBack(wake bool, to int32) {
 // nextRequestBuffered parses a pipelined request already in the buffer. It returns
 // false when there is none (or only part of one); a malformed one is answered with its
 // error and the connection marked to close.
-func (c *conn) nextRequestBuffered() bool {
+func (c *conn) nextRequestBuffered(hw *hworker) bool {
 	if c.r0 == c.r1 || c.rbuf == nil {
 		return false
 	}
@@ -704,7 +710,7 @@ func (c *conn) nextRequestBuffered() bool {
 		c.closeAfter = true
 		return false
 	}
-	if perr := c.parseRequest(n); perr != nil {
+	if perr := c.parseRequest(n, hw); perr != nil {
 		c.appendOut(errorResponse(perr))
 		c.closeAfter = true
 		return false
@@ -749,6 +755,7 @@ func (c *conn) serve(hw *hworker) {
 	// The read-ahead's Context (the runtime and the task's waker) lives for this busy
 	// period only: an idle connection keeps none.
 	var taskCx *blitzio.Context
+	defer func() { hw.batch = "" }() // keep no request's bytes alive while parked
 	for {
 		keep := c.serveRequest()
 		if c.hijacked {
@@ -766,7 +773,7 @@ func (c *conn) serve(hw *hworker) {
 		if c.closeAfter {
 			break // the hook panicked
 		}
-		if c.nextRequestBuffered() {
+		if c.nextRequestBuffered(hw) {
 			continue // pipelined: its response joins the batch
 		}
 		if c.closeAfter {
@@ -802,7 +809,7 @@ func (c *conn) serve(hw *hworker) {
 			break
 		}
 		c.r0, c.r1 = 0, r.Value
-		if !c.nextRequestBuffered() {
+		if !c.nextRequestBuffered(hw) {
 			break
 		}
 	}
@@ -813,6 +820,27 @@ func (c *conn) serve(hw *hworker) {
 	c.releaseOut()
 	normal = true
 	c.handBack(true, ownTask)
+}
+
+// maxBatchString bounds the bytes headString copies at once (the read buffer's size):
+// what a request's strings can keep alive beyond its own head.
+const maxBatchString = readBufSize
+
+// headString returns the request head of n bytes at the start of b (the buffered bytes
+// from buffer offset off) as a string. The first head of a pipelined batch copies the
+// whole batch into one string (up to maxBatchString bytes) and the next heads are
+// substrings of it: one allocation for the batch's heads instead of one each. The
+// cached string is used only where its bytes equal the head's, so it can never give
+// a request anything but its own head, whatever the buffer did meanwhile.
+func (hw *hworker) headString(b []byte, off, n int) string {
+	if k := off - hw.batchOff; hw.batch != "" && k >= 0 && k+n <= len(hw.batch) && hw.batch[k:k+n] == string(b[:n]) {
+		return hw.batch[k : k+n]
+	}
+	if len(b) == n || len(b) > maxBatchString {
+		return string(b[:n])
+	}
+	hw.batch, hw.batchOff = string(b), off
+	return hw.batch[:n]
 }
 
 // serveRequest runs the handler on c.req and completes its response into the output

@@ -38,6 +38,10 @@ type hworker struct {
 	// period would be an allocation per keep-alive request). The driver keeps only the
 	// waker it holds, never the Context, so reusing it for another connection is safe.
 	cx blitzio.Context
+	// batch and batchOff: the pipelined heads being parsed, as one string, and the
+	// read-buffer offset it was copied from (see headString).
+	batch    string
+	batchOff int
 }
 
 const idleWorkerTTL = 10 * time.Second

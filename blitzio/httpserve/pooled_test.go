@@ -52,3 +52,48 @@ func TestPooledResponseHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinedBatchStrings: the heads of a pipelined batch share one string; a body
+// in the middle of the batch that looks like a request head stays a body, and every
+// request gets its own path, header and body.
+func TestPipelinedBatchStrings(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	ts := start(t, blitzio.BackendEpoll, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		io.WriteString(w, r.Method+" "+r.URL.Path+" "+r.Header.Get("X-N")+" "+string(b))
+	})})
+	c := ts.dial(t)
+	br := bufio.NewReader(c)
+	const fake = "GET /evil HTTP/1.1\r\nHost: x\r\n\r\n"
+	var req string
+	var want []string
+	for i := range 12 {
+		n := string(rune('a' + i))
+		if i == 5 {
+			req += "POST /post HTTP/1.1\r\nHost: x\r\nX-N: " + n + "\r\nContent-Length: " + itoa(len(fake)) + "\r\n\r\n" + fake
+			want = append(want, "POST /post "+n+" "+fake)
+			continue
+		}
+		req += "GET /p" + n + " HTTP/1.1\r\nHost: x\r\nX-N: " + n + "\r\n\r\n"
+		want = append(want, "GET /p"+n+" "+n+" ")
+	}
+	for round := range 3 {
+		io.WriteString(c, req)
+		for i, w := range want {
+			if got := readBody(t, roundTrip(t, c, br, "", "GET")); got != w {
+				t.Fatalf("round %d, response %d: %q, want %q", round, i, got, w)
+			}
+		}
+	}
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	s := ""
+	for ; n > 0; n /= 10 {
+		s = string(rune('0'+n%10)) + s
+	}
+	return s
+}
