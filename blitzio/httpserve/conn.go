@@ -774,7 +774,16 @@ func (c *conn) serve(hw *hworker) {
 			c.closeAfter = true
 			break
 		}
-		c.setState(http.StateIdle)
+		if c.ext != nil && srv.ConnState != nil {
+			// As net/http, the response is on the wire before StateIdle is reported: a
+			// hook may close idle connections, which must not cut it. (This gives up the
+			// batching of pipelined responses, only when ConnState is set.)
+			if c.flushOut() != nil {
+				c.closeAfter = true
+				break
+			}
+			c.setState(http.StateIdle)
+		}
 		if c.closeAfter {
 			break // the hook panicked
 		}

@@ -441,3 +441,28 @@ func TestConnStateGoexit(t *testing.T) {
 		})
 	}
 }
+
+// TestConnStateIdleAfterResponse: StateIdle is reported once the response has been
+// written, so a hook that closes connections as they go idle does not cut responses
+// (pipelined ones included).
+func TestConnStateIdleAfterResponse(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	ts := start(t, blitzio.BackendEpoll, &Server{Handler: hello(), ConnState: func(c net.Conn, st http.ConnState) {
+		if st == http.StateIdle {
+			c.Close()
+		}
+	}})
+	for _, req := range []string{
+		"GET /one HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /one HTTP/1.1\r\nHost: x\r\n\r\nGET /two HTTP/1.1\r\nHost: x\r\n\r\n",
+	} {
+		c := ts.dial(t)
+		br := bufio.NewReader(c)
+		if got := readBody(t, roundTrip(t, c, br, req, "GET")); got != "hello /one" {
+			t.Fatalf("response cut by the hook: %q", got)
+		}
+		if _, err := br.ReadByte(); err == nil {
+			t.Fatal("connection open after the hook closed it")
+		}
+	}
+}
