@@ -44,7 +44,7 @@ func BenchmarkDispatch(b *testing.B) {
 // signalJob is a job that only answers: the dispatch round trip without a handler.
 type signalJob chan struct{}
 
-func (j signalJob) serve() { j <- struct{}{} }
+func (j signalJob) serve(*hworker) { j <- struct{}{} }
 
 // BenchmarkServePlaintext measures keep-alive requests and their responses through the
 // whole server on one client connection, 1 or 16 pipelined requests per write. The

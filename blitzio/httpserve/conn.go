@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/blitzgo/blitz/blitzio"
+	"github.com/blitzgo/blitz/blitzio/stream"
 )
 
 // connStream is what the server serves: a blitzio TCP or Unix stream.
@@ -74,16 +76,18 @@ type conn struct {
 	wakerSet  atomic.Bool
 	taskWaker blitzio.Waker
 	aborted   atomic.Bool // Server.Close: stop at once
+	ext       *connExt    // set when the Server has ConnState, BaseContext or ConnContext
 
 	// Task-side state.
 	phase   uint8
+	fresh   bool // no byte read yet: idleDL is the first request's header deadline
+	linger  bool
+	dropped bool
+	active  bool // StateActive reported (owned like the buffers)
 	sleep   *blitzio.SleepFuture
 	armed   int64   // the deadline the sleep is armed for (unix ns), 0 for none
 	idleDL  int64   // idle or header deadline of the read phase, 0 for none
-	fresh   bool    // no byte read yet: idleDL is the first request's header deadline
 	errOut  *[]byte // the error response being written (phaseErr); what is left of it
-	linger  bool
-	dropped bool
 
 	// Owned by whoever owns the connection (see owner).
 	rbuf       *[]byte
@@ -104,6 +108,82 @@ type conn struct {
 	rpark, wpark   atomic.Pointer[parker]
 	mustClose      atomic.Bool // set from any goroutine: do not reuse the connection
 	cur            atomic.Pointer[reqCtx]
+}
+
+// connExt is what a connection of a Server with ConnState, BaseContext or ConnContext
+// holds beside its stream: the net.Conn the hooks and Hijack see, and the context its
+// requests derive from (nil for none).
+type connExt struct {
+	nc  *stream.Conn
+	ctx context.Context
+}
+
+// closeStream closes the socket, through the hooks' net.Conn if there is one (so that
+// its own calls fail with net.ErrClosed too).
+func (c *conn) closeStream() {
+	if c.ext != nil {
+		c.ext.nc.Close()
+		return
+	}
+	c.s.Close()
+}
+
+// setState reports a state change to Server.ConnState. It is called by whoever owns the
+// connection (the task or the handler goroutine; the hand-offs between them order the
+// calls). A panic in the hook is logged and closes the connection, as net/http's
+// connection goroutine recovers it. A runtime.Goexit in it cannot be stopped: called
+// from the task (StateNew, StateActive, StateClosed), it ends the task's poll, and the
+// runtime completes the task without polling it again, so the connection is closed and
+// forgotten here before the goroutine goes; called from the handler goroutine, serve's
+// deferred clean-up closes it.
+func (c *conn) setState(st http.ConnState) {
+	f := c.srv.ConnState
+	if f == nil || c.ext == nil {
+		return
+	}
+	switch st {
+	case http.StateActive:
+		c.active = true
+	case http.StateIdle:
+		c.active = false
+	}
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		c.mustClose.Store(true)
+		c.closeAfter = true
+		if v := recover(); v != nil {
+			c.srv.logf("http: panic in ConnState(%v) for %v: %v\n%s", st, c.ext.nc.RemoteAddr(), v, stack())
+			return
+		}
+		c.srv.logf("http: runtime.Goexit in ConnState(%v) for %v", st, c.ext.nc.RemoteAddr())
+		if st == http.StateNew || st == http.StateActive || st == http.StateClosed {
+			if st != http.StateClosed { // finish has done this before StateClosed
+				c.dropped = true
+				c.disarm()
+				c.releaseRead()
+				c.releaseOut()
+			}
+			c.closeStream()
+			c.srv.untrack(c)
+		}
+	}()
+	f(c.ext.nc, st)
+	returned = true
+}
+
+// markActive reports StateActive once the first bytes of a request are in.
+func (c *conn) markActive() {
+	if !c.active && c.ext != nil {
+		c.setState(http.StateActive)
+	}
+}
+
+func stack() []byte {
+	buf := make([]byte, 64<<10)
+	return buf[:runtime.Stack(buf, false)]
 }
 
 func newConn(srv *Server, rt *blitzio.Runtime, a acceptedConn) *conn {
@@ -129,7 +209,7 @@ func (c *conn) wakeTask() {
 func (c *conn) abort() {
 	c.aborted.Store(true)
 	c.mustClose.Store(true)
-	c.s.Close()
+	c.closeStream()
 	if x := c.cur.Load(); x != nil {
 		x.cancel()
 	}
@@ -141,6 +221,9 @@ func (c *conn) Poll(cx *blitzio.Context) (struct{}, bool) {
 	if !c.wakerSet.Load() {
 		c.taskWaker = cx.Waker()
 		c.wakerSet.Store(true)
+		// StateNew from the connection's own task rather than the accept loop: a hook
+		// that calls runtime.Goexit then ends this connection only, not the server.
+		c.setState(http.StateNew)
 	}
 	for {
 		switch c.owner.Load() {
@@ -186,7 +269,7 @@ func (c *conn) Drop() {
 		return
 	}
 	c.dropped = true
-	c.s.Close()
+	c.closeStream()
 	if c.owner.Load() == ownTask {
 		c.finish()
 		return
@@ -206,13 +289,16 @@ func (c *conn) disarm() {
 func (c *conn) finish() {
 	c.dropped = true
 	c.disarm()
-	c.s.Close()
+	c.closeStream()
 	c.releaseRead()
 	c.releaseOut()
 	if x := c.cur.Load(); x != nil {
 		x.cancel()
 	}
 	c.srv.untrack(c)
+	if c.wakerSet.Load() { // StateNew was reported (a task dropped unpolled had none)
+		c.setState(http.StateClosed)
+	}
 }
 
 func (c *conn) releaseRead() {
@@ -358,6 +444,7 @@ func (c *conn) pollRead(cx *blitzio.Context) bool {
 				continue
 			}
 		}
+		c.markActive()
 		b := (*c.rbuf)[c.r0:c.r1]
 		n := headEnd(b)
 		max := srv.maxHeaderBytes()
@@ -404,7 +491,7 @@ func (c *conn) pollRead(cx *blitzio.Context) bool {
 		}
 		c.disarm()
 		c.idleDL = 0
-		if perr := c.parseRequest(n); perr != nil {
+		if perr := c.parseRequest(n, nil); perr != nil {
 			c.fail(perr)
 			return true
 		}
@@ -413,15 +500,23 @@ func (c *conn) pollRead(cx *blitzio.Context) bool {
 	}
 }
 
-// parseRequest parses the head of n bytes at rbuf[r0:] into c.req.
-func (c *conn) parseRequest(n int) *parseError {
-	head := string((*c.rbuf)[c.r0 : c.r0+n])
+// parseRequest parses the head of n bytes at rbuf[r0:] into c.req. hw, the handler
+// goroutine parsing pipelined requests (nil on the task), lends its batch string.
+func (c *conn) parseRequest(n int, hw *hworker) *parseError {
+	var head string
+	if hw != nil {
+		head = hw.headString((*c.rbuf)[c.r0:c.r1], c.r0, n)
+	} else {
+		head = string((*c.rbuf)[c.r0 : c.r0+n])
+	}
 	c.r0 += n
 	if c.r0 == c.r1 {
 		c.r0, c.r1 = 0, 0
 	}
 	bd := new(reqBundle)
-	p := &bd.pr
+	p := parsedPool.Get().(*parsedRequest)
+	p.urlStore = &bd.url
+	bd.pr = p
 	// Size the map for the header lines (the Host line stays out of it); with none
 	// but Host, make allocates no storage until a first insert.
 	if n := strings.Count(head, "\n") - 3; n > 0 {
@@ -430,9 +525,11 @@ func (c *conn) parseRequest(n int) *parseError {
 		p.header = make(http.Header)
 	}
 	if perr := parseHead(head, p, bd.vals[:]); perr != nil {
+		putParsed(p)
 		return perr
 	}
 	if p.contentLength > 0 && c.srv.MaxBodyBytes > 0 && p.contentLength > c.srv.MaxBodyBytes {
+		putParsed(p)
 		return errBodyTooLarge
 	}
 	if c.remoteAddr == "" {
@@ -441,15 +538,11 @@ func (c *conn) parseRequest(n int) *parseError {
 		}
 	}
 	bd.ctx.c = c
-	var body io.ReadCloser = http.NoBody
+	var rb io.ReadCloser = http.NoBody
 	if p.contentLength != 0 {
-		b := &bd.body
-		b.c = c
-		b.remain = p.contentLength
-		b.chunked = p.chunked
-		b.limit = c.srv.MaxBodyBytes
-		b.continueNeeded = p.expectContinue && p.minor >= 1
-		body = b
+		// Apart from the bundle: most requests have no body.
+		rb = &body{c: c, remain: p.contentLength, chunked: p.chunked, limit: c.srv.MaxBodyBytes,
+			continueNeeded: p.expectContinue && p.minor >= 1}
 	}
 	var te []string
 	if p.chunked {
@@ -462,7 +555,7 @@ func (c *conn) parseRequest(n int) *parseError {
 		ProtoMajor:       p.major,
 		ProtoMinor:       p.minor,
 		Header:           p.header,
-		Body:             body,
+		Body:             rb,
 		ContentLength:    p.contentLength,
 		TransferEncoding: te,
 		Close:            p.close,
@@ -470,7 +563,10 @@ func (c *conn) parseRequest(n int) *parseError {
 		RemoteAddr:       c.remoteAddr,
 		RequestURI:       p.uri,
 	}
-	c.req = tmp.WithContext(&bd.ctx)
+	// The copy lets the compiler keep WithContext's new Request on the stack (it is
+	// inlined): the request lives in the bundle, one allocation for both.
+	bd.req = *tmp.WithContext(&bd.ctx)
+	c.req = &bd.req
 	c.bundle = bd
 	c.lastPost = p.method == "POST"
 	return nil
@@ -587,7 +683,7 @@ func (c *conn) handBack(wake bool, to int32) {
 // nextRequestBuffered parses a pipelined request already in the buffer. It returns
 // false when there is none (or only part of one); a malformed one is answered with its
 // error and the connection marked to close.
-func (c *conn) nextRequestBuffered() bool {
+func (c *conn) nextRequestBuffered(hw *hworker) bool {
 	if c.r0 == c.r1 || c.rbuf == nil {
 		return false
 	}
@@ -600,6 +696,10 @@ func (c *conn) nextRequestBuffered() bool {
 		}
 		c.lastPost = false
 	}
+	if c.r0 == c.r1 {
+		return false
+	}
+	c.markActive()
 	b := (*c.rbuf)[c.r0:c.r1]
 	n := headEnd(b)
 	max := c.srv.maxHeaderBytes()
@@ -615,7 +715,7 @@ func (c *conn) nextRequestBuffered() bool {
 		c.closeAfter = true
 		return false
 	}
-	if perr := c.parseRequest(n); perr != nil {
+	if perr := c.parseRequest(n, hw); perr != nil {
 		c.appendOut(errorResponse(perr))
 		c.closeAfter = true
 		return false
@@ -641,7 +741,7 @@ func (c *conn) appendOut(b []byte) {
 // serve runs on a pooled goroutine: the request in c.req, then the pipelined ones
 // already buffered, then a read-ahead for the next; it writes the batch of responses
 // with one write and hands the connection back to its task.
-func (c *conn) serve() {
+func (c *conn) serve(hw *hworker) {
 	normal := false
 	defer func() {
 		if !normal {
@@ -660,6 +760,7 @@ func (c *conn) serve() {
 	// The read-ahead's Context (the runtime and the task's waker) lives for this busy
 	// period only: an idle connection keeps none.
 	var taskCx *blitzio.Context
+	defer func() { hw.batch = "" }() // keep no request's bytes alive while parked
 	for {
 		keep := c.serveRequest()
 		if c.hijacked {
@@ -673,7 +774,20 @@ func (c *conn) serve() {
 			c.closeAfter = true
 			break
 		}
-		if c.nextRequestBuffered() {
+		if c.ext != nil && srv.ConnState != nil {
+			// As net/http, the response is on the wire before StateIdle is reported: a
+			// hook may close idle connections, which must not cut it. (This gives up the
+			// batching of pipelined responses, only when ConnState is set.)
+			if c.flushOut() != nil {
+				c.closeAfter = true
+				break
+			}
+			c.setState(http.StateIdle)
+		}
+		if c.closeAfter {
+			break // the hook panicked
+		}
+		if c.nextRequestBuffered(hw) {
 			continue // pipelined: its response joins the batch
 		}
 		if c.closeAfter {
@@ -693,7 +807,8 @@ func (c *conn) serve() {
 		// this goroutine; if not, the task's waker stays with the driver and the
 		// connection goes idle without waking the task.
 		if taskCx == nil {
-			taskCx = blitzio.NewContext(c.rt, c.taskWaker)
+			hw.cx = *blitzio.NewContext(c.rt, c.taskWaker)
+			taskCx = &hw.cx
 		}
 		r, ok := c.s.PollRead(taskCx, *c.rbuf)
 		if !ok {
@@ -708,7 +823,7 @@ func (c *conn) serve() {
 			break
 		}
 		c.r0, c.r1 = 0, r.Value
-		if !c.nextRequestBuffered() {
+		if !c.nextRequestBuffered(hw) {
 			break
 		}
 	}
@@ -721,11 +836,35 @@ func (c *conn) serve() {
 	c.handBack(true, ownTask)
 }
 
+// maxBatchString bounds the bytes headString copies at once (the read buffer's size):
+// what a request's strings can keep alive beyond its own head.
+const maxBatchString = readBufSize
+
+// headString returns the request head of n bytes at the start of b (the buffered bytes
+// from buffer offset off) as a string. The first head of a pipelined batch copies the
+// whole batch into one string (up to maxBatchString bytes) and the next heads are
+// substrings of it: one allocation for the batch's heads instead of one each. The
+// cached string is used only where its bytes equal the head's, so it can never give
+// a request anything but its own head, whatever the buffer did meanwhile.
+func (hw *hworker) headString(b []byte, off, n int) string {
+	if k := off - hw.batchOff; hw.batch != "" && k >= 0 && k+n <= len(hw.batch) && hw.batch[k:k+n] == string(b[:n]) {
+		return hw.batch[k : k+n]
+	}
+	if len(b) == n || len(b) > maxBatchString {
+		return string(b[:n])
+	}
+	hw.batch, hw.batchOff = string(b), off
+	return hw.batch[:n]
+}
+
 // serveRequest runs the handler on c.req and completes its response into the output
 // batch. It reports whether the connection may serve another request.
 func (c *conn) serveRequest() (keep bool) {
 	req := c.req
 	bd := c.bundle
+	if x := c.ext; x != nil && x.ctx != nil {
+		bd.ctx.setParent(x.ctx)
+	}
 	c.cur.Store(&bd.ctx)
 	if co := c.srv.Coordinator; co != nil {
 		if g, err := co.Guard(); err == nil {
@@ -735,7 +874,7 @@ func (c *conn) serveRequest() (keep bool) {
 		}
 	}
 	w := &bd.res
-	w.reset(c, req, &bd.pr)
+	w.reset(c, req, bd.pr)
 	if b, ok := req.Body.(*body); ok {
 		w.body = b
 		b.w = w
@@ -787,9 +926,15 @@ func (c *conn) endRequest() {
 		w := &bd.res
 		w.mu.Lock()
 		w.done = true
+		w.releaseHeader()
+		w.pr = nil // under the lock: a leaked writer's calls never reach it again
 		w.mu.Unlock()
 		if b := w.body; b != nil {
 			b.close()
+		}
+		if bd.pr != nil {
+			putParsed(bd.pr)
+			bd.pr = nil
 		}
 	}
 	if c.guard != nil {
@@ -905,36 +1050,67 @@ func (c *conn) fill(limit int) error {
 
 var errLineTooLong = errors.New("httpserve: chunk header line too long")
 
-// reqBundle is what one request allocates beside its http.Request and header maps, in
-// one allocation: its context, body reader, ResponseWriter, parsed head, and the slots
-// of single-valued headers. Nothing of it is reused for another request, so a handler
+// reqBundle is what one request allocates beside its header map and head string, in
+// one allocation of 736 bytes (768-byte class): its http.Request and URL, context,
+// ResponseWriter, and the slots of single-valued headers. A body reader is allocated
+// apart, when there is a body; the parsed head, which only the server sees, is pooled. Nothing of it is reused for another request, so a handler
 // that keeps its ResponseWriter or body past its return (a bug net/http tolerates) only
 // gets errors, never another request's data; and an idle connection keeps none of it.
 type reqBundle struct {
+	req  http.Request
 	ctx  reqCtx
-	body body
 	res  response
-	pr   parsedRequest
+	pr   *parsedRequest // from parsedPool until endRequest
+	url  url.URL
 	vals [8]string
 }
 
+// parsedPool holds parsed heads: the server's own record of a request, never seen by a
+// handler, so it can serve one request after another.
+var parsedPool = sync.Pool{New: func() any { return new(parsedRequest) }}
+
+// putParsed clears p (it holds the request's strings) and pools it.
+func putParsed(p *parsedRequest) {
+	*p = parsedRequest{}
+	parsedPool.Put(p)
+}
+
 // reqCtx is a request's context: cancelled when the handler returns or the connection
-// closes. Done's channel is made only if asked for.
+// closes, or when its parent (BaseContext's or ConnContext's) is. Done's channel is made
+// only if asked for.
 type reqCtx struct {
-	mu   sync.Mutex
-	done chan struct{}
-	err  error
-	c    *conn
+	mu     sync.Mutex
+	done   chan struct{}
+	err    error
+	c      *conn
+	parent context.Context // nil for none (context.Background())
+	stop   func() bool     // context.AfterFunc's, for a parent that can be cancelled
+}
+
+// setParent makes x derive from parent; called before the handler runs, and always
+// followed by cancel (endRequest), which stops the propagation.
+func (x *reqCtx) setParent(parent context.Context) {
+	x.parent = parent
+	if parent.Done() != nil {
+		x.stop = context.AfterFunc(parent, func() { x.cancelWith(parent.Err()) })
+	}
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func (x *reqCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+// Deadline returns the parent's.
+func (x *reqCtx) Deadline() (time.Time, bool) {
+	if x.parent != nil {
+		return x.parent.Deadline()
+	}
+	return time.Time{}, false
+}
 
 func (x *reqCtx) Done() <-chan struct{} {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.done == nil {
+		x.checkParentLocked()
 		if x.err != nil {
 			return closedChan
 		}
@@ -946,12 +1122,31 @@ func (x *reqCtx) Done() <-chan struct{} {
 func (x *reqCtx) Err() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.checkParentLocked()
 	return x.err
+}
+
+// checkParentLocked takes the parent's error if it is done: context.AfterFunc reports
+// it from a goroutine of its own, and without this check Err could still return nil
+// after the parent's Err has returned its error (a context derived with
+// context.WithCancel never does).
+func (x *reqCtx) checkParentLocked() {
+	if x.err == nil && x.parent != nil {
+		if err := x.parent.Err(); err != nil {
+			x.err = err
+			if x.done != nil {
+				close(x.done)
+			}
+		}
+	}
 }
 
 func (x *reqCtx) Value(key any) any {
 	if key == http.LocalAddrContextKey {
 		return x.c.s.LocalAddr()
+	}
+	if x.parent != nil {
+		return x.parent.Value(key)
 	}
 	return nil
 }
@@ -959,9 +1154,16 @@ func (x *reqCtx) Value(key any) any {
 func (x *reqCtx) String() string { return "httpserve.requestContext" }
 
 func (x *reqCtx) cancel() {
+	x.cancelWith(context.Canceled)
+	if x.stop != nil {
+		x.stop()
+	}
+}
+
+func (x *reqCtx) cancelWith(err error) {
 	x.mu.Lock()
 	if x.err == nil {
-		x.err = context.Canceled
+		x.err = err
 		if x.done != nil {
 			close(x.done)
 		}

@@ -86,3 +86,62 @@ func ExampleServer_coordinator() {
 	// <nil>
 	// http: Server closed
 }
+
+type tenantKey struct{}
+
+// ConnState, BaseContext and ConnContext work as in http.Server: here the states of one
+// keep-alive connection that serves two requests are printed, and every request's
+// context carries a value set by BaseContext. The runtime uses the epoll backend,
+// recommended for socket servers on Linux (see the package documentation).
+func ExampleServer_hooks() {
+	rt, err := blitzio.New(blitzio.Config{Backend: blitzio.BackendEpoll})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close()
+	l, err := blitzio.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		panic(err)
+	}
+	states := make(chan http.ConnState, 16)
+	srv := &httpserve.Server{
+		ConnState: func(_ net.Conn, st http.ConnState) { states <- st },
+		BaseContext: func(net.Listener) context.Context {
+			return context.WithValue(context.Background(), tenantKey{}, "blue")
+		},
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "tenant %v", r.Context().Value(tenantKey{}))
+		}),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(rt, l) }()
+
+	client := &http.Client{Transport: &http.Transport{}}
+	for range 2 {
+		resp, err := client.Get("http://" + l.Addr().String() + "/")
+		if err != nil {
+			panic(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Println(string(body))
+	}
+	client.CloseIdleConnections()
+	for st := range states {
+		fmt.Println(st)
+		if st == http.StateClosed {
+			break
+		}
+	}
+	srv.Shutdown(context.Background())
+	<-served
+	// Output:
+	// tenant blue
+	// tenant blue
+	// new
+	// active
+	// idle
+	// active
+	// idle
+	// closed
+}

@@ -66,7 +66,7 @@ type parsedRequest struct {
 	method, uri, proto string
 	major, minor       int
 	url                *url.URL
-	urlStore           url.URL // where the fast path builds url, in the same allocation
+	urlStore           *url.URL // where the fast path builds url (the request's bundle); nil: a new one
 	header             http.Header
 	host               string
 	contentLength      int64 // -1 with chunked
@@ -285,8 +285,11 @@ func parseURI(p *parsedRequest) *parseError {
 	if len(raw) > 0 && raw[0] == '/' && p.method != "CONNECT" {
 		path, query, hasQ := strings.Cut(raw, "?")
 		if plainPath(path) && plainQuery(query) && !(hasQ && query == "") {
-			p.urlStore = url.URL{Path: path, RawQuery: query}
-			p.url = &p.urlStore
+			if p.urlStore == nil {
+				p.urlStore = new(url.URL)
+			}
+			*p.urlStore = url.URL{Path: path, RawQuery: query}
+			p.url = p.urlStore
 			return nil
 		}
 	}

@@ -27,12 +27,21 @@ type handlerPool struct {
 }
 
 // job is what a pooled goroutine runs: a connection with a request in flight.
-type job interface{ serve() }
+type job interface{ serve(w *hworker) }
 
 // hworker is one pooled handler goroutine; ch hands it a connection to serve.
 type hworker struct {
 	ch       chan job
 	lastUsed time.Time
+	// cx is the Context of a read-ahead: the runtime and the task's waker of the
+	// connection being served, rewritten for each busy period (a Context of its own per
+	// period would be an allocation per keep-alive request). The driver keeps only the
+	// waker it holds, never the Context, so reusing it for another connection is safe.
+	cx blitzio.Context
+	// batch and batchOff: the pipelined heads being parsed, as one string, and the
+	// read-buffer offset it was copied from (see headString).
+	batch    string
+	batchOff int
 }
 
 const idleWorkerTTL = 10 * time.Second
@@ -120,7 +129,7 @@ func (p *handlerPool) closeIdle() {
 
 func (w *hworker) loop(p *handlerPool) {
 	for j := range w.ch {
-		j.serve()
+		j.serve(w)
 		if !p.put(w) {
 			return
 		}

@@ -44,16 +44,43 @@ type response struct {
 	warned        bool
 }
 
+// headerMaps are response header maps, cleared, kept with their storage: a handler
+// that sets a few headers then allocates nothing for them. A map is the response's from
+// reset to the end of its request (release); after that, Header returns a map of its
+// own, never the one the next request gets. (A handler that kept the map itself past
+// its return, which the http.ResponseWriter contract forbids as for any use of the
+// writer after ServeHTTP returned, would share it with a later request.)
+var headerMaps = sync.Pool{New: func() any { return make(http.Header) }}
+
 func (w *response) reset(c *conn, req *http.Request, pr *parsedRequest) {
-	*w = response{c: c, req: req, pr: pr, header: make(http.Header), contentLength: -1, isHead: req.Method == "HEAD"}
+	*w = response{c: c, req: req, pr: pr, header: headerMaps.Get().(http.Header), contentLength: -1, isHead: req.Method == "HEAD"}
 	if c.out == nil {
 		c.out = outBufs.Get().(*[]byte)
 	}
 	w.stageStart = len(*c.out)
 }
 
-// Header implements http.ResponseWriter.
-func (w *response) Header() http.Header { return w.header }
+// Header implements http.ResponseWriter. After the handler has returned it gives an
+// empty map of its own (the response's went back to the pool).
+func (w *response) Header() http.Header {
+	w.mu.Lock()
+	h := w.header
+	w.mu.Unlock()
+	if h == nil {
+		return make(http.Header)
+	}
+	return h
+}
+
+// releaseHeader returns the header map to the pool; the caller holds w.mu and has set
+// w.done, so the handler's later calls see none of it.
+func (w *response) releaseHeader() {
+	if h := w.header; h != nil && len(h) <= 32 {
+		clear(h)
+		headerMaps.Put(h)
+	}
+	w.header = nil
+}
 
 // WriteHeader implements http.ResponseWriter. As in net/http, a code outside 100-999
 // panics, 1xx codes other than 101 are sent at once as informational responses (103
@@ -463,12 +490,18 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	c.hijacked = true
 	c.srv.untrack(c)
+	c.setState(http.StateHijacked)
 	var rest []byte
 	if c.rbuf != nil && c.r0 < c.r1 {
 		rest = append([]byte(nil), (*c.rbuf)[c.r0:c.r1]...)
 		c.r0, c.r1 = 0, 0
 	}
-	nc := stream.NewConn(c.s)
+	var nc *stream.Conn
+	if c.ext != nil {
+		nc = c.ext.nc // the net.Conn the hooks have seen
+	} else {
+		nc = stream.NewConn(c.s)
+	}
 	var r io.Reader = nc
 	if len(rest) > 0 {
 		r = io.MultiReader(bytes.NewReader(rest), nc)
@@ -521,12 +554,16 @@ func appendHeaderMap(b []byte, h http.Header, skip map[string]bool) []byte {
 			b = append(b, k...)
 			b = append(b, ": "...)
 			v = trimOWS(v)
-			for i := 0; i < len(v); i++ {
-				ch := v[i]
-				if ch == '\r' || ch == '\n' {
-					ch = ' '
+			if strings.ContainsAny(v, "\r\n") {
+				for i := 0; i < len(v); i++ {
+					ch := v[i]
+					if ch == '\r' || ch == '\n' {
+						ch = ' '
+					}
+					b = append(b, ch)
 				}
-				b = append(b, ch)
+			} else {
+				b = append(b, v...) // the usual case: one copy
 			}
 			b = append(b, "\r\n"...)
 		}

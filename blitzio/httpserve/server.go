@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/blitzgo/blitz/blitzio"
+	"github.com/blitzgo/blitz/blitzio/stream"
 )
 
 // DefaultMaxHeaderBytes is the request head limit when Server.MaxHeaderBytes is 0: 1 MB,
@@ -61,6 +62,35 @@ type Server struct {
 	Coordinator *blitzio.Shutdown
 	// DisableKeepAlives answers every request with "Connection: close".
 	DisableKeepAlives bool
+	// ConnState, when set, is called when a connection changes state, with the states
+	// and in the order of http.Server.ConnState: http.StateNew when it is accepted,
+	// http.StateActive when the first bytes of a request have been read, http.StateIdle
+	// after a response when the connection is kept for the next request (before a
+	// pipelined request's StateActive too), http.StateHijacked when a handler hijacks it
+	// (the last call for it), http.StateClosed when the server has closed it. The
+	// net.Conn is the same for every call on one connection, and is the one Hijack and
+	// ConnContext get. The calls for one connection never overlap; they run on the
+	// runtime's worker for StateNew, StateActive and StateClosed (so the function must
+	// be quick and must not block, as it would stall other connections) and on the
+	// handler's goroutine otherwise. A panic in it is logged and closes the connection;
+	// so does a runtime.Goexit (which also ends the goroutine that called it).
+	// Setting ConnState, BaseContext or ConnContext costs each connection a net.Conn
+	// view of its stream (a few hundred bytes, idle or not).
+	ConnState func(net.Conn, http.ConnState)
+	// BaseContext, when set, returns the context each request's context derives from,
+	// for the connections of one listener: it is called once per Serve, with the
+	// listener (as a net.Listener: its Addr and Close work; its Accept fails with
+	// ErrAcceptByServer, because the server accepts on it). Cancelling the context
+	// cancels the requests' contexts; it does not close connections (Shutdown and Close
+	// do). It must not return nil (Serve panics, as http.Server's does). Nil means
+	// context.Background().
+	BaseContext func(net.Listener) context.Context
+	// ConnContext, when set, returns the context of a new connection's requests, from
+	// the listener's (BaseContext's, or context.Background()) and the connection, as
+	// http.Server.ConnContext. It runs on the runtime's worker, before StateNew: it must
+	// be quick and not block. It must not return nil: the connection is then closed and
+	// Serve returns the panic, as a *blitzio.PanicError (http.Server panics).
+	ConnContext func(ctx context.Context, c net.Conn) context.Context
 
 	mu         sync.Mutex
 	conns      map[*conn]struct{}
@@ -74,6 +104,10 @@ type Server struct {
 
 // ErrNoRuntime is returned by Serve when given a nil runtime or listener.
 var ErrNoRuntime = errors.New("httpserve: Serve needs a runtime and a listener")
+
+// ErrAcceptByServer is what Accept returns on the net.Listener that BaseContext gets: the
+// server accepts that listener's connections itself.
+var ErrAcceptByServer = errors.New("httpserve: the server accepts on this listener")
 
 func (srv *Server) logf(format string, args ...any) {
 	if srv.ErrorLog != nil {
@@ -117,7 +151,15 @@ type listener struct {
 	accept func() blitzio.Future[blitzio.Result[acceptedConn]]
 	close  func() error
 	addr   net.Addr
+	ctx    context.Context // BaseContext's, or nil
 }
+
+// netListener is the net.Listener BaseContext gets: the listener being served.
+type netListener struct{ l *listener }
+
+func (v netListener) Accept() (net.Conn, error) { return nil, ErrAcceptByServer }
+func (v netListener) Close() error              { return v.l.close() }
+func (v netListener) Addr() net.Addr            { return v.l.addr }
 
 type acceptedConn struct {
 	s connStream
@@ -127,7 +169,8 @@ type acceptedConn struct {
 // package documentation), until Shutdown or Close, after which it returns
 // http.ErrServerClosed; it returns the accept error that stopped it otherwise. Serve
 // blocks the calling goroutine: call it from a plain goroutine (main or one of yours),
-// never from a task. The server owns l: Shutdown and Close close it.
+// never from a task. The server owns l: Shutdown and Close close it, and so does Serve
+// when it returns an error of its own, as http.Server.Serve does.
 func (srv *Server) Serve(rt *blitzio.Runtime, l *blitzio.TCPListener) error {
 	if rt == nil || l == nil {
 		return ErrNoRuntime
@@ -178,6 +221,14 @@ func (srv *Server) ListenAndServe(rt *blitzio.Runtime) error {
 }
 
 func (srv *Server) serve(rt *blitzio.Runtime, l *listener) error {
+	if srv.BaseContext != nil {
+		ctx := srv.BaseContext(netListener{l})
+		if ctx == nil {
+			l.close()
+			panic("httpserve: BaseContext returned a nil context")
+		}
+		l.ctx = ctx
+	}
 	srv.mu.Lock()
 	if srv.inShutdown.Load() {
 		srv.mu.Unlock()
@@ -206,6 +257,9 @@ func (srv *Server) serve(rt *blitzio.Runtime, l *listener) error {
 	}
 	h := blitzio.Spawn(rt, &acceptLoop{srv: srv, l: l, rt: rt})
 	err, jerr := h.Wait()
+	if jerr != nil || err != nil {
+		l.close() // the accept task failed (a hook's panic or Goexit, an accept error)
+	}
 	srv.mu.Lock()
 	delete(srv.listeners, l)
 	srv.mu.Unlock()
@@ -243,11 +297,47 @@ func (a *acceptLoop) Poll(cx *blitzio.Context) (error, bool) {
 			return r.Err, true
 		}
 		c := newConn(a.srv, a.rt, r.Value)
+		if a.srv.hasConnHooks() {
+			a.addHooks(c)
+		}
 		if !a.srv.track(c) {
-			r.Value.s.Close()
+			c.closeStream()
 			return nil, true
 		}
-		blitzio.Spawn(cx, c).Detach()
+		blitzio.Spawn(cx, c).Detach() // its first poll reports http.StateNew
+	}
+}
+
+// hasConnHooks reports whether connections need what ConnState, BaseContext or ConnContext
+// see: a net.Conn and a context.
+func (srv *Server) hasConnHooks() bool {
+	return srv.ConnState != nil || srv.ConnContext != nil || srv.BaseContext != nil
+}
+
+// addHooks gives c its net.Conn and context. If ConnContext panics (or returns nil),
+// the connection and the listener are closed before the panic ends the accept task,
+// so that Serve returns it instead of leaving them open.
+func (a *acceptLoop) addHooks(c *conn) {
+	x := &connExt{nc: stream.NewConn(c.s), ctx: a.l.ctx}
+	c.ext = x
+	if cc := a.srv.ConnContext; cc != nil {
+		ok := false
+		defer func() {
+			if !ok {
+				c.closeStream()
+				a.l.close()
+			}
+		}()
+		base := x.ctx
+		if base == nil {
+			base = context.Background()
+		}
+		ctx := cc(base, x.nc)
+		if ctx == nil {
+			panic("httpserve: ConnContext returned a nil context")
+		}
+		x.ctx = ctx
+		ok = true
 	}
 }
 
