@@ -82,12 +82,6 @@ func NewIOUring(entries uint32) (Poller, error) {
 // the task work, to come from one OS thread, and Go moves goroutines between threads, so
 // the goroutine calling Poll or Flush is on a different thread from one call to the next.
 func NewIOUringConfig(cfg IOUringConfig) (Poller, error) {
-	if v := strings.TrimSpace(os.Getenv(uringDisableEnv)); v != "" {
-		switch strings.ToLower(v) {
-		case "0", "off", "false", "no", "disable", "disabled":
-			return nil, fmt.Errorf("%w: io_uring disabled by %s=%s", ErrUnsupported, uringDisableEnv, v)
-		}
-	}
 	entries := cfg.Entries
 	if entries == 0 {
 		entries = uringDefaultEntries
@@ -110,6 +104,14 @@ func NewIOUringConfig(cfg IOUringConfig) (Poller, error) {
 	if size < 0 || size > uringMaxBufferRegionSize/int(nbuf) {
 		return nil, fmt.Errorf("poller: io_uring: IOUringConfig.BufferSize = %d with %d buffers: want 1..%d",
 			cfg.BufferSize, nbuf, uringMaxBufferRegionSize/int(nbuf))
+	}
+	// After the checks of cfg: a bad configuration is the caller's bug, reported the
+	// same whether or not io_uring is switched off here.
+	if v := strings.TrimSpace(os.Getenv(uringDisableEnv)); v != "" {
+		switch strings.ToLower(v) {
+		case "0", "off", "false", "no", "disable", "disabled":
+			return nil, fmt.Errorf("%w: io_uring disabled by %s=%s", ErrUnsupported, uringDisableEnv, v)
+		}
 	}
 	r := &ioUring{fd: -1, wakeFd: -1}
 	if err := r.setup(entries); err != nil {
