@@ -24,9 +24,14 @@ const wakeToken = math.MaxUint64
 type epoll struct {
 	epfd int
 	evfd int // eventfd: Wake writes it, Poll drains it
-	// woken coalesces Wakes: only the first Wake after a Poll drained the eventfd writes
-	// it. Poll clears the flag before draining, so a Wake that races the drain writes
-	// again (a spurious early return of the next Poll, never a lost one).
+	// woken coalesces Wakes: it is set by the Wake that writes the eventfd, and the
+	// Wakes that find it set write nothing. Poll clears it after draining the eventfd,
+	// never before: cleared first, a Wake between the clear and the drain set it and
+	// wrote, the drain swallowed that write, and the flag stayed set over an empty
+	// eventfd, so that every later Wake wrote nothing and a parked Poll was never woken
+	// again (a runtime's Close then hung). A Wake that finds the flag still set between
+	// the drain and the clear writes nothing, which is right: the Poll that drains is
+	// returning, which is all a Wake asks for; a Wake after the clear writes again.
 	woken atomic.Bool
 	raw   []unix.EpollEvent // used by the single polling goroutine only
 
@@ -105,6 +110,10 @@ func (p *epoll) collectNow(fd uintptr) bool {
 	return p.cN > 0 || p.cErr != nil
 }
 
+// epollTestAfterDrain, when set, runs inside Poll between the drain of the wake eventfd
+// and the clear of woken, so that tests can put a racing Wake there. Set only by tests.
+var epollTestAfterDrain func(p *epoll)
+
 // epollTestNoNetpoll makes NewEpoll leave epfd out of Go's netpoller, so that tests can
 // run the blocking epoll_wait path. Set only by tests.
 var epollTestNoNetpoll bool
@@ -175,9 +184,12 @@ func (p *epoll) Poll(events []Event, timeout time.Duration) (int, error) {
 	for i := range raw[:n] {
 		tok := epollToken(&raw[i])
 		if tok == wakeToken {
-			p.woken.Store(false) // before the drain: see woken
 			var buf [8]byte
 			unix.Read(p.evfd, buf[:]) // EAGAIN when already drained: nothing to do
+			if epollTestAfterDrain != nil {
+				epollTestAfterDrain(p)
+			}
+			p.woken.Store(false) // after the drain: see woken
 			continue
 		}
 		events[out] = Event{Token: tok, Ready: epollReady(raw[i].Events), Op: OpReady, Buf: -1}

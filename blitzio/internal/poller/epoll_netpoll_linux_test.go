@@ -197,3 +197,93 @@ func TestEpollExpiredTimeoutReportsNothingStale(t *testing.T) {
 		}
 	})
 }
+
+// A Wake that races a Poll's drain of the wake eventfd leaves the poller wakeable.
+// Regression test: Poll cleared its coalescing flag before the drain; a Wake between the
+// two set the flag and wrote, the drain swallowed the write, and the flag stayed set
+// over an empty eventfd, so every later Wake wrote nothing and a parked Poll was never
+// woken again (TestTCPDropAtEveryAwaitPoint hung in the runtime's Close). The hook puts
+// the racing Wake right after the drain, where the fixed Poll can take it.
+func TestEpollWakeRacingDrainIsNotLost(t *testing.T) {
+	epollModes(t, func(t *testing.T, p *epoll) {
+		evs := make([]Event, 4)
+		raced := 0
+		epollTestAfterDrain = func(q *epoll) {
+			if q == p {
+				raced++
+				if err := p.Wake(); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		defer func() { epollTestAfterDrain = nil }()
+		if err := p.Wake(); err != nil {
+			t.Fatal(err)
+		}
+		// Finite timeouts: a lost wake-up fails the test instead of hanging it.
+		if n := pollWithin(t, p, evs, 10*time.Second, 5*time.Second); n != 0 {
+			t.Fatalf("woken Poll = %d events, want 0", n)
+		}
+		epollTestAfterDrain = nil
+		if raced != 1 {
+			t.Fatalf("the wake eventfd was drained %d times, want 1", raced)
+		}
+		for i := range 5 {
+			go func() {
+				time.Sleep(time.Millisecond)
+				if err := p.Wake(); err != nil {
+					t.Error(err)
+				}
+			}()
+			if n := pollWithin(t, p, evs, 10*time.Second, 5*time.Second); n != 0 {
+				t.Fatalf("round %d: woken Poll = %d events, want 0", i, n)
+			}
+		}
+	})
+}
+
+// Many Wakes racing many Polls never leave the poller unwakeable (the randomized form of
+// TestEpollWakeRacingDrainIsNotLost, without the hook).
+func TestEpollWakeStormThenWake(t *testing.T) {
+	epollModes(t, func(t *testing.T, p *epoll) {
+		evs := make([]Event, 4)
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					p.Wake()
+				}
+			}
+		}()
+		for range 10000 {
+			if _, err := p.Poll(evs, time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(stop)
+		<-done
+		for range 3 { // drain what the storm left
+			if _, err := p.Poll(evs, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if p.woken.Load() {
+			var fds = []unix.PollFd{{Fd: int32(p.evfd), Events: unix.POLLIN}}
+			if n, _ := unix.Poll(fds, 0); n == 0 {
+				t.Fatal("woken is set over an empty wake eventfd: every later Wake would be lost")
+			}
+		}
+		go func() {
+			time.Sleep(time.Millisecond)
+			p.Wake()
+		}()
+		if n := pollWithin(t, p, evs, 10*time.Second, 5*time.Second); n != 0 {
+			t.Fatalf("woken Poll = %d events, want 0", n)
+		}
+	})
+}

@@ -31,6 +31,7 @@ const (
 	uringSetupCQSize    = 1 << 3
 	uringSetupClamp     = 1 << 4
 	uringSetupSubmitAll = 1 << 7
+	uringSetupCoopTask  = 1 << 8 // IORING_SETUP_COOP_TASKRUN, 5.19
 )
 
 // Features (io_uring_params.features).

@@ -184,3 +184,16 @@ func TestUringPollTimeoutAndEmpty(t *testing.T) {
 		}
 	}
 }
+
+// A bad IOUringConfig is reported as such when io_uring is switched off by the
+// environment too (the switch used to hide the caller's bug behind ErrUnsupported, and
+// TestUringConfigValidation failed under BLITZIO_IOURING=off).
+func TestUringConfigValidationWhenDisabled(t *testing.T) {
+	t.Setenv(uringDisableEnv, "off")
+	if _, err := NewIOUringConfig(IOUringConfig{BufferSize: -1}); err == nil || errors.Is(err, ErrUnsupported) {
+		t.Errorf("BufferSize = -1 with %s=off: err = %v, want a configuration error", uringDisableEnv, err)
+	}
+	if _, err := NewIOUringConfig(IOUringConfig{}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("valid config with %s=off: err = %v, want ErrUnsupported", uringDisableEnv, err)
+	}
+}

@@ -197,3 +197,47 @@ func TestUringExpiredTimeoutThenEvent(t *testing.T) {
 		}
 	})
 }
+
+// Many Wakes racing many Polls never leave the io_uring poller unwakeable: its wake is a
+// multishot poll on an eventfd, so each write posts a completion of its own even when a
+// drain swallows the count (the epoll backend had a lost wake-up here: see
+// TestEpollWakeStormThenWake).
+func TestUringWakeStormThenWake(t *testing.T) {
+	uringModes(t, func(t *testing.T, r *ioUring) {
+		evs := make([]Event, 4)
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					r.Wake()
+				}
+			}
+		}()
+		for range 10000 {
+			if _, err := r.Poll(evs, time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(stop)
+		<-done
+		for range 3 {
+			if _, err := r.Poll(evs, 10*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 5 {
+			go func() {
+				time.Sleep(time.Millisecond)
+				r.Wake()
+			}()
+			if n := pollWithin(t, r, evs, 10*time.Second, 5*time.Second); n != 0 {
+				t.Fatalf("round %d: woken Poll = %d events, want 0", i, n)
+			}
+		}
+	})
+}
