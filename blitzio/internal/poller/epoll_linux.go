@@ -31,7 +31,8 @@ type epoll struct {
 	// eventfd, so that every later Wake wrote nothing and a parked Poll was never woken
 	// again (a runtime's Close then hung). A Wake that finds the flag still set between
 	// the drain and the clear writes nothing, which is right: the Poll that drains is
-	// returning, which is all a Wake asks for; a Wake after the clear writes again.
+	// returning, which is all a Wake asks for; a Wake after the clear writes again. The Promela
+	// model blitzio/spin/epollwake.pml checks this order (and its broken twin the old one).
 	woken atomic.Bool
 	raw   []unix.EpollEvent // used by the single polling goroutine only
 
