@@ -1,0 +1,158 @@
+//go:build linux
+
+package blitzio
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// The random-read benchmarks are the loop of blitzbench's fs/RandomRead4K, small enough to
+// profile here: 64 readers (tasks, or goroutines with os.File.ReadAt) of 16 random 4 KiB
+// page-cache-warm reads each, every reader making its own buffer, the file opened and
+// closed each iteration as there.
+
+const (
+	benchReaders  = 64
+	benchReads    = 16
+	benchReadSize = 4096
+)
+
+// benchReadFixture makes a sparse 64 MiB file and random page offsets in it, and reads
+// them once so that they are in the page cache.
+func benchReadFixture(b *testing.B) (string, [][]int64) {
+	b.Helper()
+	name := filepath.Join(b.TempDir(), "data")
+	const size = 64 << 20
+	if err := os.WriteFile(name, make([]byte, 1<<20), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Truncate(name, size); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	offsets := make([][]int64, benchReaders)
+	f, err := os.Open(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, benchReadSize)
+	for i := range offsets {
+		offsets[i] = make([]int64, benchReads)
+		for j := range offsets[i] {
+			offsets[i][j] = rng.Int64N(size/benchReadSize) * benchReadSize
+			if _, err := f.ReadAt(buf, offsets[i][j]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return name, offsets
+}
+
+func reportPerRead(b *testing.B) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchReaders*benchReads), "ns/read")
+}
+
+func BenchmarkRandomReadWarm(b *testing.B) {
+	b.Run("blitzio", func(b *testing.B) {
+		b.Setenv(fileIOEnv, "auto")
+		name, offsets := benchReadFixture(b)
+		rt, err := New(Config{Workers: 2})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rt.Close()
+		hs := make([]JoinHandle[error], benchReaders)
+		b.ReportAllocs()
+		for b.Loop() {
+			r, err := BlockOn(rt, Open(name))
+			if err != nil || r.Err != nil {
+				b.Fatal(err, r.Err)
+			}
+			f := r.Value
+			for i, offs := range offsets {
+				hs[i] = Spawn(rt, Async(func(co *Co) error {
+					buf := make([]byte, benchReadSize)
+					for _, off := range offs {
+						if r := Await(co, f.ReadAt(buf, off)); r.Err != nil {
+							return r.Err
+						}
+					}
+					return nil
+				}))
+			}
+			for _, h := range hs {
+				if err, jerr := h.Wait(); err != nil || jerr != nil {
+					b.Fatal(err, jerr)
+				}
+			}
+			BlockOn(rt, f.Close())
+		}
+		reportPerRead(b)
+	})
+	b.Run("blitzio-await", func(b *testing.B) {
+		b.Setenv(fileIOEnv, "auto")
+		name, offsets := benchReadFixture(b)
+		rt, err := New(Config{Workers: 2})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rt.Close()
+		hs := make([]JoinHandle[error], benchReaders)
+		b.ReportAllocs()
+		for b.Loop() {
+			r, err := BlockOn(rt, Open(name))
+			if err != nil || r.Err != nil {
+				b.Fatal(err, r.Err)
+			}
+			f := r.Value
+			for i, offs := range offsets {
+				hs[i] = Spawn(rt, Async(func(co *Co) error {
+					buf := make([]byte, benchReadSize)
+					for _, off := range offs {
+						if _, err := f.AwaitReadAt(co, buf, off); err != nil {
+							return err
+						}
+					}
+					return nil
+				}))
+			}
+			for _, h := range hs {
+				if err, jerr := h.Wait(); err != nil || jerr != nil {
+					b.Fatal(err, jerr)
+				}
+			}
+			BlockOn(rt, f.Close())
+		}
+		reportPerRead(b)
+	})
+	b.Run("goroutines", func(b *testing.B) {
+		name, offsets := benchReadFixture(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			f, err := os.Open(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for _, offs := range offsets {
+				wg.Go(func() {
+					buf := make([]byte, benchReadSize)
+					for _, off := range offs {
+						if _, err := f.ReadAt(buf, off); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			f.Close()
+		}
+		reportPerRead(b)
+	})
+}
