@@ -206,7 +206,9 @@ func (f *File) Close() Future[Result[struct{}]] {
 	return a
 }
 
-// positioned is the future of ReadAt and WriteAt. A read is tried without blocking on
+// positioned is the future of ReadAt and WriteAt, and of an AwaitReadAt that has to wait
+// (detached: it reads into a buffer of its own, which AwaitReadAt copies into the
+// caller's slice once the future completes). A read is tried without blocking on
 // the worker first (readNoWait: the page cache), straight into the caller's slice, then
 // goes to the runtime's io_uring (a completion, no goroutine hop) or else to the blocking
 // pool. Those two work on a buffer the operation owns, copied into the caller's slice only
@@ -406,7 +408,9 @@ func (f *positioned) Drop() {
 // file offset and may run beside other operations. p is written only while the future
 // is polled, never after it is dropped; but a ReadAt dropped before it completes may
 // already have filled part of p (its first poll reads what the page cache holds
-// straight into p), so treat p's contents as unspecified after a Drop.
+// straight into p), so treat p's contents as unspecified after a Drop. Inside an Async
+// function, AwaitReadAt does the same read without allocating a future when the page
+// cache has the bytes.
 func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
 	return &positioned{b: f.b, p: p, n: len(p), off: off}
 }

@@ -148,3 +148,48 @@ func TestAwaitReadAtManyYields(t *testing.T) {
 	}
 	must(t, rt, f.Close())
 }
+
+// TestAwaitReadAtTwoRuntimes: one File read with AwaitReadAt by tasks of two runtimes at
+// once (their workers share the count's shards by worker number), then closed: every
+// read returns the file's bytes and the close completes.
+func TestAwaitReadAtTwoRuntimes(t *testing.T) {
+	rt1, rt2 := fileRT(t), fileRT(t)
+	name := filepath.Join(t.TempDir(), "f")
+	data := make([]byte, 1<<16)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := must(t, rt1, Open(name))
+	var hs []JoinHandle[error]
+	for i := range 16 {
+		rt := rt1
+		if i%2 == 1 {
+			rt = rt2
+		}
+		hs = append(hs, Spawn(rt, Async(func(co *Co) error {
+			var p [1000]byte
+			for k := range 100 {
+				off := int64((k*4099 + i*511) % (len(data) - len(p)))
+				if n, err := f.AwaitReadAt(co, p[:], off); err != nil || n != len(p) {
+					return fmt.Errorf("task %d read %d: (%d, %v)", i, k, n, err)
+				}
+				if !bytes.Equal(p[:], data[off:off+int64(len(p))]) {
+					return fmt.Errorf("task %d read %d at %d: wrong bytes", i, k, off)
+				}
+			}
+			return nil
+		})))
+	}
+	for _, h := range hs {
+		if err, jerr := waitHandle(t, h); err != nil || jerr != nil {
+			t.Fatal(err, jerr)
+		}
+	}
+	must(t, rt2, f.Close())
+	if n := f.b.refs.total(); n != 0 {
+		t.Fatalf("operation count %d after Close", n)
+	}
+}
