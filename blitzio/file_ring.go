@@ -97,8 +97,10 @@ type refShard struct {
 	_ [120]byte
 }
 
-// maxRefShards caps the shards of a File (workers beyond share them).
-const maxRefShards = 64
+// maxRefShards caps the shards of a File (workers beyond share them): 1 KiB per File at
+// most, so that a program holding thousands of files open on a many-core machine does
+// not pay a cache line pair per core for each.
+const maxRefShards = 8
 
 // makeShards gives r one shard per worker of a runtime of GOMAXPROCS workers, rounded up
 // to a power of two (at most maxRefShards). Called before r is shared.
