@@ -152,7 +152,9 @@ func fsCases(cfg Config) []Case {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*fsReaders*fsReadsPerRdr), "ns/read")
 		}
 	}
-	blitzRandomRead := func(miss bool) func(b *testing.B) {
+	// blitzRandomRead reads with File.AwaitReadAt (the form for a task's loop of reads),
+	// or with Await(co, f.ReadAt(...)) when future is set.
+	blitzRandomRead := func(miss, future bool) func(b *testing.B) {
 		return func(b *testing.B) {
 			rt := bioRuntime(b)
 			randomRead(miss)(b, func(name string, offsets [][]int64) {
@@ -165,8 +167,14 @@ func fsCases(cfg Config) []Case {
 					hs[i] = blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
 						buf := make([]byte, fsReadSize)
 						for _, off := range offs {
-							if r := blitzio.Await(co, f.Value.ReadAt(buf, off)); r.Err != nil {
-								return r.Err
+							var err error
+							if future {
+								err = blitzio.Await(co, f.Value.ReadAt(buf, off)).Err
+							} else {
+								_, err = f.Value.AwaitReadAt(co, buf, off)
+							}
+							if err != nil {
+								return err
 							}
 						}
 						return nil
@@ -208,16 +216,19 @@ func fsCases(cfg Config) []Case {
 	randomCase := func(name, note string, miss bool) Case {
 		c := Case{
 			Name:   name,
-			Note:   fmt.Sprintf("%d tasks x %d random 4 KiB ReadAt from a %d MiB file (%s)", fsReaders, fsReadsPerRdr, fileSize>>20, note),
+			Note:   fmt.Sprintf("%d tasks x %d random 4 KiB reads (File.AwaitReadAt; goroutines: os.File.ReadAt) from a %d MiB file (%s)", fsReaders, fsReadsPerRdr, fileSize>>20, note),
 			Metric: "ns/read",
-			Ours:   Impl{"blitzio", fsWithFileIO("auto", blitzRandomRead(miss))},
+			Ours:   Impl{"blitzio", fsWithFileIO("auto", blitzRandomRead(miss, false))},
 			Baselines: []Impl{
 				{"goroutines", goRandomRead(miss)},
+				// The same reads through ReadAt's future: one allocated per read, and the
+				// task's buffer on the heap (the future holds it).
+				{"blitzio ReadAt future", fsWithFileIO("auto", blitzRandomRead(miss, true))},
 				// The ways blitzio can do the reads, each alone: io_uring only, the
 				// blocking pool only, preadv2(RWF_NOWAIT) on the worker then the pool.
-				{"blitzio ring", fsWithFileIO("ring", blitzRandomRead(miss))},
-				{"blitzio pool", fsWithFileIO("pool", blitzRandomRead(miss))},
-				{"blitzio nowait", fsWithFileIO("nowait", blitzRandomRead(miss))},
+				{"blitzio ring", fsWithFileIO("ring", blitzRandomRead(miss, false))},
+				{"blitzio pool", fsWithFileIO("pool", blitzRandomRead(miss, false))},
+				{"blitzio nowait", fsWithFileIO("nowait", blitzRandomRead(miss, false))},
 			},
 		}
 		if !miss { // the target is the warm case; the miss case informs the choice

@@ -27,7 +27,9 @@ import (
 // as Tokio's: PollWrite takes the bytes and reports them written, and an error shows at the
 // next operation; call Flush (or Sync, or Close) to wait for the last write and see its
 // outcome. A dropped read loses nothing: the bytes it brought in are served to the next
-// read. ReadAt and WriteAt are independent of the file offset and may run concurrently.
+// read. ReadAt and WriteAt are independent of the file offset and may run concurrently;
+// inside an Async function, AwaitReadAt reads as Await(co, f.ReadAt(p, off)) does without
+// allocating when the page cache has the bytes.
 //
 // Errors are the ones package os returns (*fs.PathError and friends), so errors.Is(err,
 // fs.ErrNotExist) works. File operations need a runtime: poll them from tasks or BlockOn.
@@ -204,7 +206,9 @@ func (f *File) Close() Future[Result[struct{}]] {
 	return a
 }
 
-// positioned is the future of ReadAt and WriteAt. A read is tried without blocking on
+// positioned is the future of ReadAt and WriteAt, and of an AwaitReadAt that has to wait
+// (detached: it reads into a buffer of its own, which AwaitReadAt copies into the
+// caller's slice once the future completes). A read is tried without blocking on
 // the worker first (readNoWait: the page cache), straight into the caller's slice, then
 // goes to the runtime's io_uring (a completion, no goroutine hop) or else to the blocking
 // pool. Those two work on a buffer the operation owns, copied into the caller's slice only
@@ -215,16 +219,20 @@ func (f *File) Close() Future[Result[struct{}]] {
 type positioned struct {
 	b *blockingIO
 	// p is the caller's slice for a ReadAt, the bytes to write (a copy) for a WriteAt.
+	// A detached read (AwaitReadAt's, after its first try missed) has no caller's slice:
+	// p is nil until the read completes, then the bytes it read, in a buffer of its own.
 	p    []byte
+	n    int // the length of the read or write
 	off  int64
 	ring *ringOp
 	// pool is the operation on the blocking pool, if it went there. It is apart
 	// because a cached read (the common case) never needs it: the future, allocated
 	// by every ReadAt, stays in a smaller size class (96 bytes instead of 128).
-	pool  *positionedPool
-	res   Result[int]
-	state uint8
-	write bool
+	pool     *positionedPool
+	res      Result[int]
+	state    uint8
+	write    bool
+	detached bool
 }
 
 // positionedPool is a positioned operation on the blocking pool: its handle, and for a read
@@ -286,7 +294,10 @@ func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 		f.res = Result[int]{Err: r.Err}
 	} else {
 		f.res = r.Value
-		if !f.write {
+		switch {
+		case f.detached:
+			f.p = f.pool.buf[:f.res.Value]
+		case !f.write:
 			copy(f.p, f.pool.buf[:f.res.Value])
 		}
 	}
@@ -303,11 +314,11 @@ func (f *positioned) startRing(cx *Context) bool {
 	if f.off < 0 {
 		return false
 	}
-	if !f.write {
+	if !f.write && !f.detached {
 		// In the page cache: read it here, straight into p. A short read (end of file,
 		// or only part of the range cached) goes on below, which gives ReadAt's exact
 		// semantics.
-		if n, ok := readNoWait(b, f.p, f.off); ok && n == len(f.p) {
+		if n, ok := readNoWait(cx, b, f.p, f.off); ok && n == len(f.p) {
 			f.state, f.res = posDone, Result[int]{Value: n}
 			return false
 		}
@@ -325,7 +336,7 @@ func (f *positioned) startRing(cx *Context) bool {
 	if f.write {
 		r, err = rf.start(cx.rt.io, &b.refs, b.fd, true, true, f.p, len(f.p), f.off)
 	} else {
-		r, err = rf.start(cx.rt.io, &b.refs, b.fd, false, true, nil, len(f.p), f.off)
+		r, err = rf.start(cx.rt.io, &b.refs, b.fd, false, true, nil, f.n, f.off)
 	}
 	if err != nil {
 		return false
@@ -342,7 +353,7 @@ func (f *positioned) startPool(cx *Context) {
 		pool.buf = f.p
 		call = func(buf []byte) (int, error) { return file.WriteAt(buf, off) }
 	} else {
-		pool.buf = make([]byte, len(f.p))
+		pool.buf = make([]byte, f.n)
 		call = func(buf []byte) (int, error) { return file.ReadAt(buf, off) }
 	}
 	buf := pool.buf
@@ -355,7 +366,10 @@ func (f *positioned) startPool(cx *Context) {
 
 // finishRing takes a completed ring operation's outcome in os.File's form.
 func (f *positioned) finishRing(n int, err error) {
-	if !f.write {
+	switch {
+	case f.detached:
+		f.p = append([]byte(nil), f.ring.bytes()...)
+	case !f.write:
 		copy(f.p, f.ring.bytes())
 	}
 	f.ring.release()
@@ -371,7 +385,7 @@ func (f *positioned) finishRing(n int, err error) {
 			op = "write"
 		}
 		f.res = Result[int]{Value: n, Err: pathErr(op, f.b.f.Name(), err)}
-	case !f.write && n < len(f.p):
+	case !f.write && n < f.n:
 		f.res = Result[int]{Value: n, Err: io.EOF} // the file ended first
 	default:
 		f.res = Result[int]{Value: n}
@@ -394,9 +408,44 @@ func (f *positioned) Drop() {
 // file offset and may run beside other operations. p is written only while the future
 // is polled, never after it is dropped; but a ReadAt dropped before it completes may
 // already have filled part of p (its first poll reads what the page cache holds
-// straight into p), so treat p's contents as unspecified after a Drop.
+// straight into p), so treat p's contents as unspecified after a Drop. Inside an Async
+// function, AwaitReadAt does the same read without allocating a future when the page
+// cache has the bytes.
 func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
-	return &positioned{b: f.b, p: p, off: off}
+	return &positioned{b: f.b, p: p, n: len(p), off: off}
+}
+
+// AwaitReadAt reads len(p) bytes at offset off from inside an Async function: what
+// Await(co, f.ReadAt(p, off)) returns, in os.File.ReadAt's form (io.EOF if the file ends
+// first, with the count read). It is the cheaper form for a task that reads in a loop:
+// a read the page cache serves at once (on Linux) is done on the spot, with no future
+// allocated and p not kept anywhere, so a buffer the function makes for its reads can
+// live on its stack (ReadAt's future holds p, which makes it escape to the heap). Only a
+// read that has to wait (for the disk, on the io_uring or the blocking pool) makes a
+// future, which reads into a buffer of its own, copied into p when it completes.
+//
+// The read spends the task's budget as ReadAt's does: a task looping over cached reads
+// yields every so often. If the Async future is dropped while the read waits,
+// AwaitReadAt unwinds like Await and p is not written after that; as with ReadAt, a read
+// that found only the front of the range cached may have filled that front before it
+// waited. co must be the *Co of the running Async function (AwaitReadAt panics
+// otherwise, as Await does).
+func (f *File) AwaitReadAt(co *Co, p []byte, off int64) (int, error) {
+	// The checks Await makes; if one fails, the Await below panics with its message.
+	if co != nil && co.active.Load() && !co.unwinding && off >= 0 && len(p) > 0 {
+		if co.cx.budgetSpent() {
+			Await(co, YieldNow()) // polled again with a fresh budget
+		}
+		co.cx.ConsumeBudget()
+		if n, ok := readNoWait(co.cx, f.b, p, off); ok && n == len(p) {
+			return n, nil
+		}
+	}
+	// A detached read: p is not handed over, so that it does not escape here either.
+	fut := &positioned{b: f.b, n: len(p), off: off, detached: true}
+	r := Await[Result[int]](co, fut)
+	copy(p, fut.p)
+	return r.Value, r.Err
 }
 
 // WriteAt returns a future that writes p at offset off, like os.File.WriteAt. The bytes
@@ -405,7 +454,7 @@ func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
 // progress cannot be taken back (on the ring, the cancellation stops only a write the
 // kernel has not started).
 func (f *File) WriteAt(p []byte, off int64) Future[Result[int]] {
-	return &positioned{b: f.b, write: true, p: append([]byte(nil), p...), off: off}
+	return &positioned{b: f.b, write: true, p: append([]byte(nil), p...), n: len(p), off: off}
 }
 
 // OpenOptions says how to open a file, the fields of Rust's OpenOptions (and of

@@ -78,6 +78,9 @@ func newBlockingIO(f *os.File) *blockingIO {
 			b.fd, b.regular, b.appendMode = ringTarget(rc)
 		}
 		b.nw.on = b.io&fileNoWait != 0 && b.fd >= 0
+		if b.nw.on && b.regular {
+			b.refs.makeShards() // workers may read it at once (ReadAt)
+		}
 	}
 	return b
 }
@@ -88,6 +91,9 @@ func newBlockingIO(f *os.File) *blockingIO {
 func newBlockingIOKnown(f *os.File, mode fileIO, fd int, appendMode bool) *blockingIO {
 	b := &blockingIO{f: f, fd: fd, io: mode, regular: true, appendMode: appendMode}
 	b.nw.on = mode&fileNoWait != 0
+	if b.nw.on {
+		b.refs.makeShards() // workers may read it at once (ReadAt)
+	}
 	return b
 }
 
@@ -271,7 +277,7 @@ func (b *blockingIO) PollRead(cx *Context, p []byte) (Result[int], bool) {
 		if b.posOwned {
 			off = b.pos
 		}
-		if n, ok := readNoWait(b, p, off); ok {
+		if n, ok := readNoWait(cx, b, p, off); ok {
 			// Straight into p: the bytes were in memory (page cache, pipe buffer).
 			if b.posOwned {
 				b.pos += int64(n)

@@ -22,7 +22,10 @@ import (
 // closure, pooled call record and extra frames cost about a tenth of a cached 4 KiB
 // read): b.refs keeps the number from being closed, and reused by another open, while
 // the call runs, as it does for the ring's operations (File.Close waits for it).
-func readNoWait(b *blockingIO, p []byte, off int64) (int, bool) {
+//
+// cx is the Context of the poll making the read (nil off a runtime): a worker's read
+// counts itself in that worker's shard of b.refs.
+func readNoWait(cx *Context, b *blockingIO, p []byte, off int64) (int, bool) {
 	nw := &b.nw
 	if !nw.on || nw.off.Load() || len(p) == 0 {
 		return 0, false
@@ -30,11 +33,12 @@ func readNoWait(b *blockingIO, p []byte, off int64) (int, bool) {
 	if nw.misses.Load() >= noWaitMissLimit && nw.skips.Add(1)%noWaitProbe != 0 {
 		return 0, false // the last reads all missed: skip, save for a probe
 	}
-	if !b.refs.incref() {
+	shard := b.refs.shardFor(cx)
+	if !b.refs.increfIn(shard) {
 		return 0, false // closing: the pool reports os's error
 	}
 	n, errno := preadNoWait(b.fd, p, off)
-	wakeRef(b.refs.decref())
+	wakeRef(b.refs.decrefIn(shard))
 	switch errno {
 	case 0:
 		if nw.misses.Load() != 0 {

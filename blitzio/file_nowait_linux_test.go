@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -37,7 +38,7 @@ func evictedFile(t *testing.T, rt *Runtime, size int) (*File, []byte) {
 		t.Fatal(err)
 	}
 	fadviseDontNeed(t, f.OSFile())
-	if _, ok := readNoWait(f.b, make([]byte, 4096), int64(size/2)); ok {
+	if _, ok := readNoWait(nil, f.b, make([]byte, 4096), int64(size/2)); ok {
 		t.Skip("a page was still cached after POSIX_FADV_DONTNEED: cannot make reads miss here")
 	}
 	return f, data
@@ -143,6 +144,8 @@ func TestReadAtAfterClose(t *testing.T) {
 // opens a second file, which is likely to get the same descriptor number. The worker's
 // reads use the number directly, so without the File's operation count a read could
 // reach the second file: every read must return the first file's bytes or an error.
+// Half the tasks read with ReadAt's future, half with AwaitReadAt (whose reads count
+// themselves in their worker's shard of the count).
 func TestReadAtRacingClose(t *testing.T) {
 	t.Setenv(fileIOEnv, "auto")
 	rt := fileRT(t)
@@ -179,8 +182,14 @@ func TestReadAtRacingClose(t *testing.T) {
 				p := make([]byte, 4096)
 				reads := 0
 				for k := range 200 {
-					r := Await(co, f.ReadAt(p, int64((k*4096+i*512)%(1<<16-4096))))
-					if r.Err != nil {
+					off := int64((k*4096 + i*512) % (1<<16 - 4096))
+					var err error
+					if i%2 == 0 {
+						err = Await(co, f.ReadAt(p, off)).Err
+					} else {
+						_, err = f.AwaitReadAt(co, p, off)
+					}
+					if err != nil {
 						return reads // closed under us: fine
 					}
 					if bytes.IndexByte(p, 'B') >= 0 {
@@ -454,7 +463,7 @@ func TestReadAtPartlyCachedFront(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := make([]byte, 16<<10)
-			switch n, ok := readNoWait(f.b, make([]byte, len(p)), off); {
+			switch n, ok := readNoWait(nil, f.b, make([]byte, len(p)), off); {
 			case ok && n == len(p):
 				t.Skip("the whole range was cached after all (readahead)")
 			case !ok || n == 0:
@@ -467,5 +476,134 @@ func TestReadAtPartlyCachedFront(t *testing.T) {
 			}
 			must(t, rt, f.Close())
 		})
+	}
+}
+
+// TestAwaitReadAtMissWaits: AwaitReadAt of pages not in the page cache goes on from the
+// worker's failed attempt to a detached read (the ring or the pool, on both backends)
+// with the right bytes.
+func TestAwaitReadAtMissWaits(t *testing.T) {
+	t.Setenv(fileIOEnv, "auto")
+	for _, backend := range []Backend{BackendEpoll, BackendIOUring} {
+		t.Run(fmt.Sprint(backend), func(t *testing.T) {
+			rt, err := New(Config{Workers: 2, Backend: backend})
+			if err != nil {
+				t.Skipf("backend unavailable: %v", err)
+			}
+			defer rt.Close()
+			const size = 1 << 20
+			f, data := evictedFile(t, rt, size)
+			before := f.b.nw.misses.Load()
+			for _, off := range []int64{0, 4096, size - 8192, 300_000, size - 100} {
+				p := bytes.Repeat([]byte{'z'}, 8192)
+				r := run(t, rt, awaitReadAt(f, p, off))
+				want := data[off:min(size, off+8192)]
+				if r.Value != len(want) || !bytes.Equal(p[:r.Value], want) {
+					t.Fatalf("AwaitReadAt(8192, %d): (%d, %v), wrong count or bytes", off, r.Value, r.Err)
+				}
+				if (len(want) < len(p)) != (r.Err == io.EOF) {
+					t.Fatalf("AwaitReadAt(8192, %d): error %v", off, r.Err)
+				}
+			}
+			if f.b.nw.misses.Load() == before && f.b.nw.misses.Load() == 0 {
+				t.Error("no read missed on the worker: the detached path was not taken")
+			}
+			must(t, rt, f.Close())
+		})
+	}
+}
+
+// TestAwaitReadAtDroppedWhileWaiting drops Async futures suspended in AwaitReadAt on a
+// page-cache miss (the read in flight on the ring or the pool), after random delays:
+// the function unwinds (its deferred call runs), the caller's slice is not written after
+// Drop, and Close still completes.
+func TestAwaitReadAtDroppedWhileWaiting(t *testing.T) {
+	t.Setenv(fileIOEnv, "auto")
+	rt := fileRT(t)
+	const size = 4 << 20
+	f, _ := evictedFile(t, rt, size)
+	cx := NewContext(rt, WakerFunc(func() {}))
+	var bufs, atDrop [][]byte
+	unwound := 0
+	for i := range 64 {
+		p := bytes.Repeat([]byte{'z'}, 16<<10)
+		fut := Async(func(co *Co) int {
+			defer func() { unwound++ }()
+			n, _ := f.AwaitReadAt(co, p, int64(i)*(size/64))
+			return n
+		})
+		if _, ok := fut.Poll(cx); ok {
+			unwound--
+			continue // served at once (readahead brought it in): nothing to drop
+		}
+		for range i % 3 {
+			runtime.Gosched()
+		}
+		Drop(fut)
+		bufs = append(bufs, p)
+		atDrop = append(atDrop, bytes.Clone(p))
+	}
+	if len(bufs) == 0 {
+		t.Skip("every read was served at once")
+	}
+	if unwound != len(bufs) {
+		t.Fatalf("%d functions unwound by Drop, want %d", unwound, len(bufs))
+	}
+	done := make(chan struct{})
+	go func() { BlockOn(rt, f.Close()); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("Close did not complete after the dropped reads\n%s", buf[:runtime.Stack(buf, true)])
+	}
+	for i, p := range bufs {
+		if !bytes.Equal(p, atDrop[i]) {
+			t.Fatalf("dropped read %d: the caller's slice was written after Drop", i)
+		}
+	}
+}
+
+// TestAwaitReadAtCachedAllocatesNothing: a loop of AwaitReadAt calls served from the page
+// cache allocates nothing per read (no future, and the function's buffer stays on its
+// stack), where Await(co, f.ReadAt(...)) allocates a future per read.
+func TestAwaitReadAtCachedAllocatesNothing(t *testing.T) {
+	t.Setenv(fileIOEnv, "auto")
+	rt := fileRT(t)
+	name := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(name, bytes.Repeat([]byte("abcd"), 1<<14), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := must(t, rt, Open(name))
+	defer run(t, rt, f.Close())
+	if _, ok := readNoWait(nil, f.b, make([]byte, 4096), 0); !ok {
+		t.Skip("the fresh file is not readable without blocking here (no RWF_NOWAIT?)")
+	}
+	const reads = 1000
+	mallocs := func(read func(co *Co, p []byte, off int64) error) uint64 {
+		return run(t, rt, Async(func(co *Co) uint64 {
+			var p [4096]byte
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for i := range reads {
+				if err := read(co, p[:], int64(i%15)*4096); err != nil {
+					t.Error(err)
+					return 0
+				}
+			}
+			runtime.ReadMemStats(&after)
+			return after.Mallocs - before.Mallocs
+		}))
+	}
+	viaFuture := mallocs(func(co *Co, p []byte, off int64) error { return Await(co, f.ReadAt(p, off)).Err })
+	direct := mallocs(func(co *Co, p []byte, off int64) error { _, err := f.AwaitReadAt(co, p, off); return err })
+	// Slack for the runtime's own allocations meanwhile (a yield's future every
+	// budgetPerPoll reads, timers, the test framework).
+	if direct > reads/20 {
+		t.Fatalf("%d cached AwaitReadAt calls: %d allocations (ReadAt's future: %d)", reads, direct, viaFuture)
+	}
+	if viaFuture < reads {
+		// The same count sees the future ReadAt allocates per read: it can fail.
+		t.Fatalf("ReadAt's future: %d allocations for %d reads, want at least one each", viaFuture, reads)
 	}
 }

@@ -4,7 +4,7 @@ package blitzio
 
 // readNoWait has no non-blocking file read outside Linux: every read goes to the
 // blocking pool.
-func readNoWait(*blockingIO, []byte, int64) (int, bool) { return 0, false }
+func readNoWait(*Context, *blockingIO, []byte, int64) (int, bool) { return 0, false }
 
 // closeCannotBlock is never asked outside Linux (no File is opened with closeInline).
 func (b *blockingIO) closeCannotBlock() bool { return false }

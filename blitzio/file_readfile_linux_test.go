@@ -102,7 +102,7 @@ func TestReadNoWaitSkipsAfterMisses(t *testing.T) {
 	evict()
 	p := make([]byte, 4096)
 	for i := range noWaitMissLimit {
-		if _, ok := readNoWait(b, p, int64(i)*1<<14); ok {
+		if _, ok := readNoWait(nil, b, p, int64(i)*1<<14); ok {
 			t.Skipf("read %d was served from memory after DONTNEED: cannot evict here", i)
 		}
 	}
@@ -113,7 +113,7 @@ func TestReadNoWaitSkipsAfterMisses(t *testing.T) {
 	os.ReadFile(name)
 	hits := 0
 	for i := range 2 * noWaitProbe {
-		n, ok := readNoWait(b, p, 4096)
+		n, ok := readNoWait(nil, b, p, 4096)
 		if ok {
 			hits++
 			if n != len(p) || !bytes.Equal(p, data[4096:8192]) {
@@ -129,7 +129,7 @@ func TestReadNoWaitSkipsAfterMisses(t *testing.T) {
 	}
 	start := time.Now()
 	for range 10 {
-		if _, ok := readNoWait(b, p, 4096); !ok && time.Since(start) < time.Minute {
+		if _, ok := readNoWait(nil, b, p, 4096); !ok && time.Since(start) < time.Minute {
 			t.Fatal("a cached read was skipped after the probe hit")
 		}
 	}

@@ -240,8 +240,8 @@ func TestFileRingDropPending(t *testing.T) {
 		defer rf.mu.Unlock()
 		return len(rf.free) == len(rf.ops)
 	})
-	if refs.n.Load() != 0 {
-		t.Fatalf("file references after the cancelled read: %d", refs.n.Load())
+	if refs.total() != 0 {
+		t.Fatalf("file references after the cancelled read: %d", refs.total())
 	}
 	pw.Write([]byte{7})
 	var b [1]byte
