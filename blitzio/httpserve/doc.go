@@ -89,12 +89,13 @@
 //
 // # Which I/O backend
 //
-// On Linux, serve from a runtime with Config.Backend set to blitzio.BackendEpoll.
-// BackendAuto picks io_uring, whose socket readiness completions are delivered to the
-// thread that submitted the poll, often a parked Go thread that has to be woken first:
-// in blitzbench's http suite (100 keep-alive connections, one request at a time) the
-// same server on io_uring makes about 50 times the context switches and serves a bit
-// more than half the requests per second.
+// On Linux, prefer a runtime with Config.Backend set to blitzio.BackendEpoll for a
+// socket server, and measure your own load. BackendAuto picks io_uring, whose socket
+// readiness completions are delivered to the thread that submitted the poll, often a
+// parked Go thread that has to be woken first (the runtime sets the ring up with
+// IORING_SETUP_COOP_TASKRUN, which spares a running thread that interrupt but not a
+// sleeping one). In blitzbench's http suite the epoll backend served more requests per
+// second in three of the four plaintext cases (see benchmarks/RESULTS.md).
 //
 // # With blitzio.Shutdown
 //
