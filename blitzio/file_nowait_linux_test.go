@@ -107,19 +107,7 @@ func TestReadAtDroppedAfterMiss(t *testing.T) {
 		t.Skip("every read was served at once")
 	}
 	// Let any operation still running finish, then check the slices.
-	done := make(chan struct{})
-	go func() { BlockOn(rt, f.Close()); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		buf := make([]byte, 1<<20)
-		t.Fatalf("Close did not complete after the dropped reads\n%s", buf[:runtime.Stack(buf, true)])
-	}
-	for i, p := range bufs {
-		if !bytes.Equal(p, atDrop[i]) {
-			t.Fatalf("dropped read %d: the caller's slice was written after Drop", i)
-		}
-	}
+	closeAndCheckUnwritten(t, rt, f, bufs, atDrop)
 }
 
 // TestReadAtAfterClose: a ReadAt started once Close has begun does not use the
@@ -549,19 +537,7 @@ func TestAwaitReadAtDroppedWhileWaiting(t *testing.T) {
 	if unwound != len(bufs) {
 		t.Fatalf("%d functions unwound by Drop, want %d", unwound, len(bufs))
 	}
-	done := make(chan struct{})
-	go func() { BlockOn(rt, f.Close()); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		buf := make([]byte, 1<<20)
-		t.Fatalf("Close did not complete after the dropped reads\n%s", buf[:runtime.Stack(buf, true)])
-	}
-	for i, p := range bufs {
-		if !bytes.Equal(p, atDrop[i]) {
-			t.Fatalf("dropped read %d: the caller's slice was written after Drop", i)
-		}
-	}
+	closeAndCheckUnwritten(t, rt, f, bufs, atDrop)
 }
 
 // TestAwaitReadAtCachedAllocatesNothing: a loop of AwaitReadAt calls served from the page
@@ -605,5 +581,26 @@ func TestAwaitReadAtCachedAllocatesNothing(t *testing.T) {
 	if viaFuture < reads {
 		// The same count sees the future ReadAt allocates per read: it can fail.
 		t.Fatalf("ReadAt's future: %d allocations for %d reads, want at least one each", viaFuture, reads)
+	}
+}
+
+// closeAndCheckUnwritten closes f, failing with a goroutine dump if Close does not
+// complete (it waits for every operation still in flight, the dropped reads' included),
+// then checks that no slice in bufs was written after its read was dropped: each must
+// still equal its copy in atDrop, taken when Drop returned.
+func closeAndCheckUnwritten(t *testing.T, rt *Runtime, f *File, bufs, atDrop [][]byte) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { BlockOn(rt, f.Close()); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("Close did not complete after the dropped reads\n%s", buf[:runtime.Stack(buf, true)])
+	}
+	for i, p := range bufs {
+		if !bytes.Equal(p, atDrop[i]) {
+			t.Fatalf("dropped read %d: the caller's slice was written after Drop", i)
+		}
 	}
 }

@@ -247,31 +247,7 @@ func TestEpollWakeRacingDrainIsNotLost(t *testing.T) {
 func TestEpollWakeStormThenWake(t *testing.T) {
 	epollModes(t, func(t *testing.T, p *epoll) {
 		evs := make([]Event, 4)
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					p.Wake()
-				}
-			}
-		}()
-		for range 10000 {
-			if _, err := p.Poll(evs, time.Millisecond); err != nil {
-				t.Fatal(err)
-			}
-		}
-		close(stop)
-		<-done
-		for range 3 { // drain what the storm left
-			if _, err := p.Poll(evs, 0); err != nil {
-				t.Fatal(err)
-			}
-		}
+		wakeStorm(t, p, 0)
 		if p.woken.Load() {
 			var fds = []unix.PollFd{{Fd: int32(p.evfd), Events: unix.POLLIN}}
 			if n, _ := unix.Poll(fds, 0); n == 0 {
@@ -286,4 +262,36 @@ func TestEpollWakeStormThenWake(t *testing.T) {
 			t.Fatalf("woken Poll = %d events, want 0", n)
 		}
 	})
+}
+
+// wakeStorm has a goroutine call p.Wake in a loop while 10,000 Polls of up to 1 ms run,
+// then drains what the storm left with three Polls of up to drain each.
+func wakeStorm(t *testing.T, p Poller, drain time.Duration) {
+	t.Helper()
+	evs := make([]Event, 4)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				p.Wake()
+			}
+		}
+	}()
+	for range 10000 {
+		if _, err := p.Poll(evs, time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+	for range 3 {
+		if _, err := p.Poll(evs, drain); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

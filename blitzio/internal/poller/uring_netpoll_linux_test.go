@@ -205,31 +205,7 @@ func TestUringExpiredTimeoutThenEvent(t *testing.T) {
 func TestUringWakeStormThenWake(t *testing.T) {
 	uringModes(t, func(t *testing.T, r *ioUring) {
 		evs := make([]Event, 4)
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					r.Wake()
-				}
-			}
-		}()
-		for range 10000 {
-			if _, err := r.Poll(evs, time.Millisecond); err != nil {
-				t.Fatal(err)
-			}
-		}
-		close(stop)
-		<-done
-		for range 3 {
-			if _, err := r.Poll(evs, 10*time.Millisecond); err != nil {
-				t.Fatal(err)
-			}
-		}
+		wakeStorm(t, r, 10*time.Millisecond)
 		for i := range 5 {
 			go func() {
 				time.Sleep(time.Millisecond)
