@@ -713,7 +713,7 @@ func onRuntimeGoroutine() goroutineKind {
 	}
 	// The bottom frames: runtime.goexit, the go statement's wrapper and the entry
 	// function; for an Async function's coroutine, runtime.goexit, runtime.corostart,
-	// iter.Pull's closure, asyncFuture.seq and runCoroutine.
+	// iter.Pull's closure, coroutine.loop and runCoroutine.
 	for _, pc := range pcs[max(0, n-6):n] {
 		// pc-1: a return address may be the first byte of the next function. FuncForPC
 		// names the innermost function at pc, so this works whether or not the entry

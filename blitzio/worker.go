@@ -36,6 +36,11 @@ type worker struct {
 	timer     *time.Timer
 	// ioWakers is the buffer of the I/O driver's turns made by this worker.
 	ioWakers []Waker
+	// coros are Async coroutines parked between two function bodies, for the next Async
+	// function this worker starts (see coroutine). Used by whoever polls with w's
+	// Context: the worker's goroutine, or an Async function's coroutine while the
+	// worker waits on it.
+	coros []*coroutine
 
 	globalInterval uint32
 	// statStart is the real monotonic time (sinceProcStart) at the last interval
@@ -444,4 +449,5 @@ func (w *worker) drain() {
 		w.lifo = nil
 	}
 	w.q.drain(cancel)
+	w.stopIdleCoroutines()
 }
