@@ -94,7 +94,9 @@ type exitResult struct {
 }
 
 // Spawn starts the process. The error is exec's (exec.ErrNotFound wrapped in an
-// *exec.Error for a missing program, an *fs.PathError for a bad directory).
+// *exec.Error for a missing program, an *fs.PathError for a bad directory). Near the
+// RLIMIT_NOFILE limit it is EMFILE, or sometimes EBADF: that is how Go's fork/exec on
+// Linux fails when the child cannot move a descriptor above the ones it inherits.
 //
 // The child is reaped by a goroutine that waits for it (Go's os.Process uses a pidfd
 // on Linux for that wait); Wait's future is woken when it exits, so tasks wait without

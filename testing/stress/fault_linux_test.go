@@ -21,7 +21,8 @@ import (
 
 // TestFDExhaustion lowers the process's RLIMIT_NOFILE to a few descriptors above what is
 // open, then runs many file, child-process and stream units at once: the ones that find
-// no descriptor must fail with EMFILE as an error on their own handle (no hang, no crash
+// no descriptor must fail with EMFILE (or, for a child process, the EBADF Go's fork/exec
+// reports at the limit) as an error on their own handle (no hang, no crash
 // of a worker or of the reaper, no descriptor leaked), the others must succeed, and once
 // the limit is back the same runtime serves new work.
 func TestFDExhaustion(t *testing.T) {
@@ -86,6 +87,14 @@ func TestFDExhaustion(t *testing.T) {
 			case res.note == "":
 				ok++
 			case strings.Contains(res.note, syscall.EMFILE.Error()):
+				emfile++
+			case names[id] == "process" && strings.Contains(res.note, "fork/exec") &&
+				strings.Contains(res.note, syscall.EBADF.Error()):
+				// Go's own fork/exec, not ours: the child moves its error pipe to one
+				// past the highest descriptor it is given (syscall/exec_linux.go), and
+				// when that number is at RLIMIT_NOFILE, dup3 fails with EBADF. Plain
+				// os/exec does the same under this limit. Still a clean failure on the
+				// unit's own handle, which is what this test checks.
 				emfile++
 			default:
 				t.Errorf("unit %d (%s): %s (want success or EMFILE)", id, names[id], res.note)
