@@ -49,7 +49,8 @@ func netWatchdog(t *testing.T, d time.Duration) {
 		}
 		buf := make([]byte, 1<<20)
 		n := runtime.Stack(buf, true)
-		panic("watchdog: " + t.Name() + " still running after " + d.String() + "\n" + string(buf[:n]))
+		os.Stderr.Write(buf[:n]) // the dump first, the name last: CI logs keep the tail
+		panic("watchdog: " + t.Name() + " still running after " + d.String())
 	})
 	t.Cleanup(func() { close(done); timer.Stop() })
 }

@@ -2,6 +2,7 @@ package tsync
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -20,7 +21,9 @@ func watchdog(t testing.TB, d time.Duration) (stop func()) {
 	tm := time.AfterFunc(d, func() {
 		buf := make([]byte, 8<<20)
 		n := runtime.Stack(buf, true)
-		panic(fmt.Sprintf("watchdog: %s did not finish within %v (lost wake-up or deadlock); goroutines:\n%s", name, d, buf[:n]))
+		// The dump first and the name last: a CI log keeps only the tail of the output.
+		fmt.Fprintf(os.Stderr, "watchdog: %s did not finish within %v; goroutines:\n%s\n", name, d, buf[:n])
+		panic(fmt.Sprintf("watchdog: %s did not finish within %v (lost wake-up or deadlock)", name, d))
 	})
 	return func() { tm.Stop() }
 }
