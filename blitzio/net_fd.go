@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/blitzgo/blitz/blitzio/internal/poller"
 )
 
 // ErrOtherRuntime is returned (inside a *net.OpError) when a socket registered with one
@@ -180,6 +182,18 @@ type ioOp func(fd int) (int, error)
 // clearing the readiness it saw. pending is false when the result is final. A pending
 // result has left cx's waker registered; *w records it for the future's Drop.
 func (fd *netFD) pollIO(cx *Context, d direction, w *Waker, op ioOp) (n int, err error, ready bool) {
+	return fd.pollIOShort(cx, d, w, op, 0)
+}
+
+// pollIOShort is pollIO for a stream read into a buffer of want bytes (want > 0): a read
+// that returns fewer bytes than asked for has emptied the socket's receive queue, so the
+// read readiness it saw is cleared then, as after EAGAIN, and the next read waits for
+// the driver's next edge instead of making a system call that would fail with EAGAIN
+// (Tokio's PollEvented does the same). One system call fewer per message for a
+// request/response protocol. Data that arrives after the read raises a new edge: either
+// the driver delivers it before the clear (the tick moved, so nothing is cleared) or
+// after it (readiness is set again).
+func (fd *netFD) pollIOShort(cx *Context, d direction, w *Waker, op ioOp, want int) (n int, err error, ready bool) {
 	s, err := fd.bind(cx)
 	if err != nil {
 		return 0, err, true
@@ -214,6 +228,12 @@ func (fd *netFD) pollIO(cx *Context, d direction, w *Waker, op ioOp) (n int, err
 			continue
 		case unix.EINTR:
 			continue
+		}
+		if err == nil && n > 0 && n < want {
+			// Readable only: a ReadClosed or Error seen with the data stays, so the
+			// next read still runs and reports the end of file or the error (a FIN
+			// that came with the last bytes raises no further edge).
+			s.clearReadiness(ev, poller.Readable)
 		}
 		cx.ConsumeBudget()
 		return n, err, true

@@ -16,13 +16,17 @@ func (fd *netFD) pollRead(cx *Context, w *Waker, p []byte, peek bool) (Result[in
 	if len(p) == 0 {
 		return Result[int]{}, true
 	}
-	n, err, ok := fd.pollIO(cx, dirRead, w, func(s int) (int, error) {
+	want := 0 // a short peek leaves the bytes where they are: it drains nothing
+	if !peek && fd.sotype == unix.SOCK_STREAM {
+		want = len(p)
+	}
+	n, err, ok := fd.pollIOShort(cx, dirRead, w, func(s int) (int, error) {
 		if peek {
 			n, _, err := unix.Recvfrom(s, p, unix.MSG_PEEK)
 			return n, err
 		}
 		return unix.Read(s, p)
-	})
+	}, want)
 	if !ok {
 		return Result[int]{}, false
 	}

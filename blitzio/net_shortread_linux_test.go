@@ -1,0 +1,136 @@
+package blitzio
+
+import (
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blitzgo/blitz/blitzio/internal/poller"
+)
+
+// A stream read that returns fewer bytes than asked for has emptied the receive queue,
+// so it clears the read readiness it saw (no read that would fail with EAGAIN next).
+// These check what that must not break: end of file that came with the last bytes, and
+// data that comes after the short read.
+
+// TestTCPShortReadThenEOF: bytes and the peer's FIN arrive before the read. The read
+// returns the bytes (a short read) and the next one must still see the end of file,
+// although no further edge will come for it.
+func TestTCPShortReadThenEOF(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg Config) {
+		netWatchdog(t, 60*time.Second)
+		rt := newRT(t, cfg)
+		for round := range 20 {
+			c, s := connPair(t, rt)
+			msg := strings.Repeat("m", 1+round)
+			blockOn(t, rt, s.WriteAll([]byte(msg)))
+			if err := s.CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			if round%2 == 0 {
+				time.Sleep(time.Millisecond) // mostly: both already queued at the read
+			}
+			buf := make([]byte, 64)
+			var got []byte
+			for {
+				n, err := blockOn(t, rt, c.Read(buf)).Get()
+				got = append(got, buf[:n]...)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+			}
+			if string(got) != msg {
+				t.Fatalf("round %d: read %q, want %q", round, got, msg)
+			}
+			c.Close()
+			s.Close()
+		}
+	})
+}
+
+// TestTCPShortReadThenMoreData: after each short read the peer sends again, at random
+// moments around the read, and every byte must arrive (a readiness cleared after the new
+// data's edge would lose it).
+func TestTCPShortReadThenMoreData(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg Config) {
+		netWatchdog(t, 60*time.Second)
+		rt := newRT(t, cfg)
+		c, s := connPair(t, rt)
+		const rounds = 2000
+		want := 0
+		for i := range rounds {
+			want += 1 + i%7
+		}
+		go func() {
+			rng := rand.New(rand.NewPCG(1, 2))
+			for i := range rounds {
+				if rng.IntN(4) == 0 {
+					time.Sleep(time.Duration(rng.IntN(50)) * time.Microsecond)
+				}
+				if _, err := BlockOn(rt, s.WriteAll([]byte(strings.Repeat("d", 1+i%7)))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		total := 0
+		buf := make([]byte, 64)
+		for total < want {
+			n, err := blockOn(t, rt, c.Read(buf)).Get()
+			if err != nil {
+				t.Fatalf("after %d of %d bytes: %v", total, want, err)
+			}
+			total += n
+		}
+		if total != want {
+			t.Fatalf("read %d bytes, sent %d", total, want)
+		}
+	})
+}
+
+// TestTCPShortReadClearsReadable: the clearing itself. With nothing more on the way,
+// a short read leaves the socket's Readable bit clear (so the next read waits for the
+// driver instead of calling read(2)); a full read leaves it set. A readiness delivered
+// meanwhile (the tick moved) keeps the bit, so each case gets a few tries.
+func TestTCPShortReadClearsReadable(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg Config) {
+		netWatchdog(t, 60*time.Second)
+		rt := newRT(t, cfg)
+		c, s := connPair(t, rt)
+		readable := func() bool {
+			sio := c.fd.sio.Load()
+			return sio != nil && sio.readiness.Load()&uint64(poller.Readable) != 0
+		}
+		cleared := false
+		for try := 0; try < 5 && !cleared; try++ {
+			blockOn(t, rt, s.WriteAll([]byte("abc")))
+			waitFor(t, "the bytes to be readable", readable)
+			buf := make([]byte, 16)
+			if n, err := blockOn(t, rt, c.Read(buf)).Get(); err != nil || n != 3 {
+				t.Fatalf("read = %d, %v", n, err)
+			}
+			cleared = !readable()
+		}
+		if !cleared {
+			t.Fatal("a short read left the Readable bit set in 5 tries")
+		}
+		// A read that fills its buffer proves nothing about what is left: the bit stays.
+		blockOn(t, rt, s.WriteAll([]byte("abcdef")))
+		waitFor(t, "the bytes to be readable", readable)
+		buf := make([]byte, 3)
+		if n, err := blockOn(t, rt, c.Read(buf)).Get(); err != nil || n != 3 {
+			t.Fatalf("read = %d, %v", n, err)
+		}
+		if !readable() {
+			t.Fatal("a full read cleared the Readable bit")
+		}
+		if n, err := blockOn(t, rt, c.Read(buf)).Get(); err != nil || n != 3 || string(buf) != "def" {
+			t.Fatalf("second read = %d, %q, %v", n, buf, err)
+		}
+	})
+}
