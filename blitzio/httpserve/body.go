@@ -74,6 +74,7 @@ func (b *body) close() { b.Close() }
 // read.
 func (b *body) mustCloseIfUnread() bool {
 	if !b.mu.TryLock() {
+		b.c.bodyBusy = true
 		return true
 	}
 	defer b.mu.Unlock()
@@ -272,6 +273,7 @@ func (c *conn) readLine() ([]byte, error) {
 // false when the connection cannot be reused.
 func (b *body) discardRest() bool {
 	if !b.mu.TryLock() {
+		b.c.bodyBusy = true
 		return false // still being read by a goroutine the handler left behind
 	}
 	defer b.mu.Unlock()

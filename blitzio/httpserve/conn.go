@@ -94,6 +94,12 @@ type conn struct {
 	r0, r1     int
 	out        *[]byte
 	closeAfter bool
+	// bodyBusy: a goroutine the handler left behind was still reading the request body
+	// when the handler returned (the body's lock was held). From then on rbuf, r0 and r1
+	// are that reader's: the server neither reads nor releases them (the buffer is left
+	// to the garbage collector, not pooled, so no other connection can see it), and the
+	// connection closes, which ends the read.
+	bodyBusy   bool
 	lastPost   bool
 	hijacked   bool
 	req        *http.Request
@@ -302,6 +308,9 @@ func (c *conn) finish() {
 }
 
 func (c *conn) releaseRead() {
+	if c.bodyBusy {
+		return // the leftover body reader's (see bodyBusy)
+	}
 	if c.rbuf != nil {
 		if cap(*c.rbuf) == readBufSize {
 			readBufs.Put(c.rbuf)
@@ -388,6 +397,10 @@ func (c *conn) pollHandlerTimers(cx *blitzio.Context) {
 func (c *conn) pollRead(cx *blitzio.Context) bool {
 	srv := c.srv
 	for {
+		if c.bodyBusy {
+			c.phase = phaseClose // and leave the read state to the body's reader
+			return true
+		}
 		if c.r0 == c.r1 {
 			// Idle: nothing buffered. The buffer goes back to the pool while we wait.
 			if c.closeAfter || c.mustClose.Load() || srv.inShutdown.Load() {
@@ -828,7 +841,7 @@ func (c *conn) serve(hw *hworker) {
 		}
 	}
 	c.flushOut()
-	if c.r0 == c.r1 {
+	if !c.bodyBusy && c.r0 == c.r1 {
 		c.releaseRead()
 	}
 	c.releaseOut()
