@@ -8,7 +8,8 @@
  *            waiter list under the socket's mutex and wakes it.
  *   Reader   a task reading until it has both bytes or sees the socket closed: it loads
  *            the word; if ready it reads (a read that finds nothing is EAGAIN and clears
- *            Readable only if the tick is still the one it loaded); if not ready it
+ *            Readable only if the tick is still the one it loaded; so may a read that
+ *            empties the queue, a short stream read); if not ready it
  *            registers its waker under the mutex, re-loads the word, and sleeps unless it
  *            changed.
  *   Closer   closes the socket: sets the shutdown bit, takes and wakes the waiters; the
@@ -76,7 +77,19 @@ proctype Reader() {
 		:: r == READY ->
 			/* the system call */
 			if
-			:: atomic { data > 0 -> got = got + data; data = 0 }
+			:: atomic { data > 0 -> got = got + data; data = 0 } ->
+				/* It took every byte queued: a short read, which (stream sockets) also
+				 * clears Readable if the tick is still the one it loaded; or a read that
+				 * filled its buffer, which clears nothing. */
+				if
+				:: d_step {
+					if
+					:: tick == tk && !shut -> ready = 0
+					:: else -> skip
+					fi
+				   }
+				:: skip
+				fi
 			:: atomic { data == 0 -> skip } ->
 				/* EAGAIN: clear only if no readiness was delivered since the load */
 				d_step {
