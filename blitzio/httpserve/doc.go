@@ -94,8 +94,9 @@
 // readiness completions are delivered to the thread that submitted the poll, often a
 // parked Go thread that has to be woken first (the runtime sets the ring up with
 // IORING_SETUP_COOP_TASKRUN, which spares a running thread that interrupt but not a
-// sleeping one). In blitzbench's http suite the epoll backend served more requests per
-// second in three of the four plaintext cases (see benchmarks/RESULTS.md).
+// sleeping one). In blitzbench's http suite the epoll backend served 4-7% more requests
+// per second than io_uring in all four plaintext cases of the last recorded run (see
+// benchmarks/RESULTS.md).
 //
 // # With blitzio.Shutdown
 //
