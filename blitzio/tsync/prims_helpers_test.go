@@ -17,15 +17,40 @@ import (
 // of waiting for go test's global timeout.
 func watchdog(t testing.TB, d time.Duration) (stop func()) {
 	t.Helper()
+	return watchdogState(t, d, nil)
+}
+
+// watchdogState is watchdog that also prints state() (the primitive's state word, its
+// queue, the test's progress) in the last lines, next to the test's name.
+func watchdogState(t testing.TB, d time.Duration, state func() string) (stop func()) {
+	t.Helper()
 	name := t.Name()
 	tm := time.AfterFunc(d, func() {
 		buf := make([]byte, 8<<20)
 		n := runtime.Stack(buf, true)
 		// The dump first and the name last: a CI log keeps only the tail of the output.
 		fmt.Fprintf(os.Stderr, "watchdog: %s did not finish within %v; goroutines:\n%s\n", name, d, buf[:n])
-		panic(fmt.Sprintf("watchdog: %s did not finish within %v (lost wake-up or deadlock)", name, d))
+		st := ""
+		if state != nil {
+			st = "; state: " + state()
+		}
+		panic(fmt.Sprintf("watchdog: %s did not finish within %v (lost wake-up or deadlock)%s", name, d, st))
 	})
 	return func() { tm.Stop() }
+}
+
+// debugState describes m for a watchdog: the state word's flags and generation, and
+// how many waiters are queued. Racy by nature (it takes mu only for the queue).
+func (m *Mutex) debugState() string {
+	s := m.state.Load()
+	m.mu.Lock()
+	q := 0
+	for w := m.waiters.head; w != nil; w = w.next {
+		q++
+	}
+	m.mu.Unlock()
+	return fmt.Sprintf("locked=%v waiters=%v woken=%v handoff=%v gen=%d queued=%d",
+		s&mLocked != 0, s&mWaiters != 0, s&mWoken != 0, s&mHandOff != 0, s>>mGenShift, q)
 }
 
 // testCx is a hand-made Context whose waker counts its wakes.

@@ -3,6 +3,7 @@ package tsync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -232,6 +233,7 @@ type lockLoop struct {
 	counter *int
 	drops   bool
 	rng     *rand.Rand
+	left    *atomic.Int64 // if set, n is published here for a watchdog
 }
 
 func (l *lockLoop) Poll(cx *blitzio.Context) (int, bool) {
@@ -248,6 +250,9 @@ func (l *lockLoop) Poll(cx *blitzio.Context) (int, bool) {
 		}
 		*l.counter++
 		l.n--
+		if l.left != nil {
+			l.left.Store(int64(l.n))
+		}
 		if l.n%2 == 0 {
 			g.UnlockFrom(cx)
 		} else {
@@ -265,27 +270,46 @@ func (l *lockLoop) Poll(cx *blitzio.Context) (int, bool) {
 // TestMutexStressTasksAndGoroutines: more tasks than workers and more goroutines than
 // cores on one Mutex, tasks on two runtimes, some waiters cancelling at random.
 func TestMutexStressTasksAndGoroutines(t *testing.T) {
-	defer watchdog(t, 60*time.Second)()
 	rt1, rt2 := newRT(t, 2), newRT(t, 1)
 	var m Mutex
 	counter := 0
 	per := stressScale(2000)
 	const tasks, gor = 32, 16
+	// Progress for the watchdog: locks left per task, and per goroutine (atomics: the
+	// watchdog reads them while the test runs).
+	var taskLeft [tasks]atomic.Int64
+	var gorLeft [gor]atomic.Int64
+	var phase atomic.Value // what the test goroutine is waiting for
+	phase.Store("running")
+	defer watchdogState(t, 60*time.Second, func() string {
+		var tl, gl []int64
+		for i := range taskLeft {
+			tl = append(tl, taskLeft[i].Load())
+		}
+		for i := range gorLeft {
+			gl = append(gl, gorLeft[i].Load())
+		}
+		return fmt.Sprintf("test %s; %s; locks left per task %v, per goroutine %v", phase.Load(), m.debugState(), tl, gl)
+	})()
 	var hs []blitzio.JoinHandle[int]
 	for i := range tasks {
 		rt := rt1
 		if i%3 == 0 {
 			rt = rt2
 		}
+		taskLeft[i].Store(int64(per))
 		hs = append(hs, blitzio.Spawn(rt, &lockLoop{f: m.LockAsync(), n: per, counter: &counter, drops: i%2 == 0,
-			rng: rand.New(rand.NewPCG(uint64(i), 1))}))
+			rng: rand.New(rand.NewPCG(uint64(i), 1)), left: &taskLeft[i]}))
 	}
 	var wg sync.WaitGroup
 	for i := range gor {
 		wg.Add(1)
+		gorLeft[i].Store(int64(per))
 		go func() {
 			defer wg.Done()
+			defer gorLeft[i].Store(0)
 			for j := range per {
+				gorLeft[i].Store(int64(per - j))
 				if i%2 == 0 && j%3 == 0 {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rand.IntN(50))*time.Microsecond)
 					g, err := m.LockContext(ctx)
@@ -309,8 +333,11 @@ func TestMutexStressTasksAndGoroutines(t *testing.T) {
 			}
 		}()
 	}
+	phase.Store("waiting for the tasks")
 	waitAll(t, hs)
+	phase.Store("waiting for the goroutines")
 	wg.Wait()
+	phase.Store("in the final Lock")
 	g := m.Lock()
 	if want := (tasks + gor) * per; counter != want {
 		t.Fatalf("counter = %d, want %d: critical sections overlapped", counter, want)
