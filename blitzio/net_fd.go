@@ -192,7 +192,9 @@ func (fd *netFD) pollIO(cx *Context, d direction, w *Waker, op ioOp) (n int, err
 // (Tokio's PollEvented does the same). One system call fewer per message for a
 // request/response protocol. Data that arrives after the read raises a new edge: either
 // the driver delivers it before the clear (the tick moved, so nothing is cleared) or
-// after it (readiness is set again).
+// after it (readiness is set again). One exception, as in Tokio: a TCP read also stops
+// at an urgent-data mark (MSG_OOB, which Go programs do not use) with bytes queued
+// behind it; those then wait for the peer's next segment.
 func (fd *netFD) pollIOShort(cx *Context, d direction, w *Waker, op ioOp, want int) (n int, err error, ready bool) {
 	s, err := fd.bind(cx)
 	if err != nil {

@@ -3,9 +3,14 @@ package blitzio
 import (
 	"io"
 	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/blitzgo/blitz/blitzio/internal/poller"
 )
@@ -131,6 +136,61 @@ func TestTCPShortReadClearsReadable(t *testing.T) {
 		}
 		if n, err := blockOn(t, rt, c.Read(buf)).Get(); err != nil || n != 3 || string(buf) != "def" {
 			t.Fatalf("second read = %d, %q, %v", n, buf, err)
+		}
+	})
+}
+
+// TestUnixShortReadAfterPassedDescriptor: a Unix stream read stops after a message that
+// carried descriptors, with the next bytes already queued behind it and no edge to come
+// for them. The second read must still get them (the short-read clearing is for TCP).
+func TestUnixShortReadAfterPassedDescriptor(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg Config) {
+		netWatchdog(t, 60*time.Second)
+		rt := newRT(t, cfg)
+		path := filepath.Join(t.TempDir(), "s")
+		l, err := ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		acc := Spawn(rt, l.Accept())
+		peer, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer peer.Close()
+		r, err := waitHandle(t, acc)
+		if err != nil || r.Err != nil {
+			t.Fatal(err, r.Err)
+		}
+		s := r.Value
+		defer s.Close()
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, _, err := peer.WriteMsgUnix([]byte("ab"), unix.UnixRights(int(f.Fd())), nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := peer.Write([]byte("cd")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "both messages queued", func() bool {
+			n, err := unix.IoctlGetInt(int(s.fd.fd), unix.SIOCINQ)
+			return err == nil && n >= 4
+		})
+		var got []byte
+		buf := make([]byte, 16)
+		for len(got) < 4 {
+			n, err := blockOn(t, rt, s.Read(buf)).Get()
+			if err != nil {
+				t.Fatalf("after %q: %v", got, err)
+			}
+			got = append(got, buf[:n]...)
+		}
+		if string(got) != "abcd" {
+			t.Fatalf("read %q, want \"abcd\"", got)
 		}
 	})
 }

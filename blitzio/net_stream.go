@@ -16,8 +16,11 @@ func (fd *netFD) pollRead(cx *Context, w *Waker, p []byte, peek bool) (Result[in
 	if len(p) == 0 {
 		return Result[int]{}, true
 	}
-	want := 0 // a short peek leaves the bytes where they are: it drains nothing
-	if !peek && fd.sotype == unix.SOCK_STREAM {
+	// TCP only (see pollIOShort): a short peek drains nothing, and a Unix stream read
+	// also stops early after a message that carried descriptors or other credentials,
+	// with more bytes queued behind it and no further edge to come for them.
+	want := 0
+	if !peek && fd.sotype == unix.SOCK_STREAM && (fd.family == unix.AF_INET || fd.family == unix.AF_INET6) {
 		want = len(p)
 	}
 	n, err, ok := fd.pollIOShort(cx, dirRead, w, func(s int) (int, error) {
