@@ -13,7 +13,7 @@
  *   Reader   a task reading until it has both bytes or sees the socket closed: it loads
  *            the word; if ready it reads (a read that finds nothing is EAGAIN and clears
  *            Readable only if the tick is still the one it loaded; so may a read that
- *            empties the queue, a short stream read); if not ready it
+ *            empties the queue, a short TCP read); if not ready it
  *            registers its waker under the mutex, re-loads the word, and sleeps unless it
  *            changed.
  *   Closer   closes the socket: sets the shutdown bit, takes and wakes the waiters; the
@@ -82,7 +82,7 @@ proctype Reader() {
 			/* the system call */
 			if
 			:: atomic { data > 0 -> got = got + data; data = 0 } ->
-				/* It took every byte queued: a short read, which (stream sockets) also
+				/* It took every byte queued: a short read, which (TCP) also
 				 * clears Readable if the tick is still the one it loaded; or a read that
 				 * filled its buffer, which clears nothing. */
 				if
