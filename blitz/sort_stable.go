@@ -69,12 +69,26 @@ const stableSkewSample = 128
 // that misses the cache 50-100 ns.
 const stableSkewMaxNs = 12
 
+// stableSkewTries is the number of samples stableCheapCmp may time: the comparator is
+// cheap if any one of them is.
+const stableSkewTries = 3
+
+// The samples must fit in the smallest sort that takes them.
+const _ = uint(stableSkewMin - stableSkewTries*stableSkewSample)
+
 // stableSkewFor reports whether sorting a with cmp cuts its runs a quarter in: the element
-// type must pass stableSkewed, and a sample of the comparator must be cheap. The sample
-// compares neighbours in a private copy of a's first elements (so a's own cache misses are
-// not counted, while whatever cmp reaches through captured state is, cold, as in the
-// sort). A preemption during the sample can only make it look costly, which picks the
-// even cut: the safe choice.
+// type must pass stableSkewed, and a sample of the comparator must be cheap. Each sample
+// compares neighbours in a private copy of stableSkewSample elements of a (so a's own cache
+// misses are not counted, while whatever cmp reaches through captured state is, cold, as in
+// the sort).
+//
+// A sample is only ever made to look costly by the machine (the goroutine descheduled, a
+// garbage collection scanning its stack), never cheap; so up to stableSkewTries samples
+// are timed, each on different elements, and one cheap sample decides. The elements
+// differ so that a comparator that misses the cache (an argsort's key table) is cold in
+// every sample, not warmed by the one before. With a single sample, SortFunc on 10M random
+// uint64 chose pdqsort (20% slower there) in one call of six in a quiet program, and in
+// most rounds of a benchmark run with a garbage collection in progress.
 func stableSkewFor[T any](a []T, cmp func(a, b T) int) bool {
 	if stableSkewOverride != 0 {
 		return stableSkewOverride > 0
@@ -82,7 +96,12 @@ func stableSkewFor[T any](a []T, cmp func(a, b T) int) bool {
 	if len(a) < stableSkewMin || !stableSkewed[T]() {
 		return false
 	}
-	return stableCheapCmp(a, cmp)
+	for i := range stableSkewTries {
+		if stableCheapCmp(a[i*stableSkewSample:], cmp) {
+			return true
+		}
+	}
+	return false
 }
 
 // stableSkewOverride, when not zero, makes stableSkewFor choose the uneven cut (1) or the
@@ -90,8 +109,9 @@ func stableSkewFor[T any](a []T, cmp func(a, b T) int) bool {
 // every size, since the timed choice would otherwise decide which one they get.
 var stableSkewOverride int
 
-// stableCheapCmp times stableSkewSample-1 comparisons (see stableSkewFor). It is called
-// only for element types of at most 32 bytes, so its array is at most 4 KiB of stack.
+// stableCheapCmp times stableSkewSample-1 comparisons of neighbours among a's first
+// stableSkewSample elements (see stableSkewFor). It is called only for element types of
+// at most 32 bytes, so its array is at most 4 KiB of stack.
 func stableCheapCmp[T any](a []T, cmp func(a, b T) int) bool {
 	var w [stableSkewSample]T
 	copy(w[:], a)
