@@ -220,7 +220,9 @@ type positioned struct {
 	b *blockingIO
 	// p is the caller's slice for a ReadAt, the bytes to write (a copy) for a WriteAt.
 	// A detached read (AwaitReadAt's, after its first try missed) has no caller's slice:
-	// p is nil until the read completes, then the bytes it read, in a buffer of its own.
+	// p is nil until the read completes, then the bytes it read: in the pool's buffer,
+	// or in the ring record's, which the future keeps (in ring) until AwaitReadAt has
+	// copied them (releaseDetached).
 	p    []byte
 	n    int // the length of the read or write
 	off  int64
@@ -368,12 +370,17 @@ func (f *positioned) startPool(cx *Context) {
 func (f *positioned) finishRing(n int, err error) {
 	switch {
 	case f.detached:
-		f.p = append([]byte(nil), f.ring.bytes()...)
+		// AwaitReadAt copies the bytes straight out of the record's buffer and then
+		// releases the record (releaseDetached): no buffer of the read's size is made
+		// per read.
+		f.p = f.ring.bytes()
 	case !f.write:
 		copy(f.p, f.ring.bytes())
 	}
-	f.ring.release()
-	f.ring = nil
+	if !f.detached {
+		f.ring.release()
+		f.ring = nil
+	}
 	f.state = posDone
 	if f.write {
 		f.p = nil // the copy is no longer needed
@@ -395,7 +402,8 @@ func (f *positioned) finishRing(n int, err error) {
 // Drop abandons the operation. One in flight on the ring is cancelled, and the driver
 // keeps its buffer until the kernel lets go of it; p is never written after Drop.
 func (f *positioned) Drop() {
-	if f.state == posRing && f.ring != nil {
+	if f.ring != nil {
+		// In flight (cancelled), or a detached read's record kept for its bytes.
 		f.ring.drop()
 		f.ring = nil
 	}
@@ -445,7 +453,18 @@ func (f *File) AwaitReadAt(co *Co, p []byte, off int64) (int, error) {
 	fut := &positioned{b: f.b, n: len(p), off: off, detached: true}
 	r := Await[Result[int]](co, fut)
 	copy(p, fut.p)
+	fut.releaseDetached()
 	return r.Value, r.Err
+}
+
+// releaseDetached gives back the ring record a completed detached read kept for its
+// bytes (see finishRing), once they are copied out.
+func (f *positioned) releaseDetached() {
+	f.p = nil
+	if f.ring != nil {
+		f.ring.release()
+		f.ring = nil
+	}
 }
 
 // WriteAt returns a future that writes p at offset off, like os.File.WriteAt. The bytes

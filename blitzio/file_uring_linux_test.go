@@ -456,3 +456,43 @@ func TestFileRingStreamPosition(t *testing.T) {
 		})
 	}
 }
+
+// TestAwaitReadAtRingNoCopyAlloc is the regression test for AwaitReadAt's read on the
+// ring allocating a buffer the size of the read for every read (the record's bytes were
+// copied into a new slice, then into p): 64 KiB reads on the ring must allocate only
+// the future and its bookkeeping, not the bytes. It also checks the bytes.
+func TestAwaitReadAtRingNoCopyAlloc(t *testing.T) {
+	t.Setenv(fileIOEnv, "ring")
+	rt, _ := ringRT(t)
+	name := filepath.Join(t.TempDir(), "a")
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(i*7 + i>>12)
+	}
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := must(t, rt, Open(name))
+	const reads, size = 200, 64 << 10
+	allocated := run(t, rt, Async(func(co *Co) uint64 {
+		p := make([]byte, size)
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		for i := range reads {
+			off := int64(i*4099) % int64(len(data)-size)
+			if n, err := f.AwaitReadAt(co, p, off); err != nil || n != size {
+				t.Errorf("read %d: (%d, %v)", i, n, err)
+				return 0
+			}
+			if !bytes.Equal(p, data[off:off+size]) {
+				t.Errorf("read %d at %d: wrong bytes", i, off)
+				return 0
+			}
+		}
+		runtime.ReadMemStats(&m1)
+		return m1.TotalAlloc - m0.TotalAlloc
+	}))
+	if perRead := allocated / reads; perRead >= size/4 {
+		t.Errorf("AwaitReadAt on the ring allocated %d bytes per %d-byte read", perRead, size)
+	}
+}
