@@ -39,6 +39,42 @@ func watchdogState(t testing.TB, d time.Duration, state func() string) (stop fun
 	return func() { tm.Stop() }
 }
 
+// watchdogProgress is watchdogState for a long stress test: it fires only when progress()
+// (a count that grows while the test gets anywhere) has not moved for idle, however long
+// the test runs in all. A loaded machine (go test running several packages under -race
+// on two cores) may slow a stress test far past a fixed deadline without anything being
+// wrong; a lost wake-up or a deadlock stops the count for good.
+func watchdogProgress(t testing.TB, idle time.Duration, progress func() int64, state func() string) (stop func()) {
+	t.Helper()
+	name := t.Name()
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(idle / 10)
+		defer tick.Stop()
+		last, since := progress(), time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if p := progress(); p != last {
+				last, since = p, time.Now()
+				continue
+			}
+			if time.Since(since) < idle {
+				continue
+			}
+			buf := make([]byte, 8<<20)
+			n := runtime.Stack(buf, true)
+			// The dump first and the name last: a CI log keeps only the tail of the output.
+			fmt.Fprintf(os.Stderr, "watchdog: %s made no progress for %v; goroutines:\n%s\n", name, idle, buf[:n])
+			panic(fmt.Sprintf("watchdog: %s made no progress for %v (lost wake-up or deadlock); state: %s", name, idle, state()))
+		}
+	}()
+	return func() { close(done) }
+}
+
 // debugState describes m for a watchdog: the state word's flags and generation, and
 // how many waiters are queued. Racy by nature (it takes mu only for the queue).
 func (m *Mutex) debugState() string {

@@ -281,7 +281,17 @@ func TestMutexStressTasksAndGoroutines(t *testing.T) {
 	var gorLeft [gor]atomic.Int64
 	var phase atomic.Value // what the test goroutine is waiting for
 	phase.Store("running")
-	defer watchdogState(t, 60*time.Second, func() string {
+	progress := func() int64 {
+		var left int64
+		for i := range taskLeft {
+			left += taskLeft[i].Load()
+		}
+		for i := range gorLeft {
+			left += gorLeft[i].Load()
+		}
+		return -left
+	}
+	defer watchdogProgress(t, 30*time.Second, progress, func() string {
 		var tl, gl []int64
 		for i := range taskLeft {
 			tl = append(tl, taskLeft[i].Load())
