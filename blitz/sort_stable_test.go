@@ -180,30 +180,53 @@ func TestStableSkewForCostlyComparator(t *testing.T) {
 // TestStableSkewForInterruptedSample is the regression test for a timing sample that an
 // interruption made look costly: SortFunc on 10M random uint64 with cmp.Compare took
 // pdqsort instead of the merge sort in one call of six in a plain program, and in most
-// rounds of blitzbench (a garbage collection running beside the sort), 20% slower. Here
-// the comparator is slow for exactly the first sample's comparisons, as it would be if
-// the goroutine had been descheduled during them; a sample of other elements must then
-// find it cheap.
+// rounds of blitzbench (a garbage collection running beside the sort), 20% slower. The
+// clock is scripted, so the test does not depend on the machine's timing (or on -race):
+// the first sample reads as costly, as it would if the goroutine had been descheduled
+// during it; a later one reads as cheap, and must decide. Each sample must compare other
+// elements than the one before, so that a comparator that misses the cache is cold in
+// every sample. When every sample is costly, the even cut is kept.
 func TestStableSkewForInterruptedSample(t *testing.T) {
-	big := make([]uint64, stableSkewMin)
-	calls := 0
-	firstSlow := func(a, b uint64) int {
-		calls++
-		if calls < stableSkewSample {
-			for start := time.Now(); time.Since(start) < time.Microsecond; {
-			}
-		}
-		return cmp.Compare(a, b)
+	defer func(c func() time.Time) { stableClock = c }(stableClock)
+	a := make([]uint64, stableSkewMin)
+	for i := range a {
+		a[i] = uint64(i)
 	}
-	// A fast sample can itself be slowed by the machine; allow a few attempts before
-	// calling it a failure, each with a fresh count.
-	for attempt := 0; ; attempt++ {
-		calls = 0
-		if stableSkewFor(big, firstSlow) {
-			return
+	costs := []time.Duration{time.Millisecond, 100 * time.Nanosecond, time.Millisecond}
+	var (
+		now     time.Time
+		reads   int
+		samples [][]uint64 // the elements each sample compared
+	)
+	stableClock = func() time.Time {
+		if reads%2 == 0 { // a sample starts
+			samples = append(samples, nil)
+		} else { // it ends, having cost costs[k]
+			now = now.Add(costs[min(reads/2, len(costs)-1)])
 		}
-		if attempt == 4 {
-			t.Fatal("a comparator slow only in the first timed sample was judged costly 5 times out of 5")
-		}
+		reads++
+		return now
+	}
+	record := func(x, y uint64) int {
+		s := &samples[len(samples)-1]
+		*s = append(*s, x)
+		return cmp.Compare(x, y)
+	}
+	if !stableSkewFor(a, record) {
+		t.Fatal("a comparator costly in the first sample only was judged costly")
+	}
+	if len(samples) != 2 {
+		t.Fatalf("%d samples timed, want 2 (the cheap second one decides)", len(samples))
+	}
+	if samples[0][0] == samples[1][0] {
+		t.Errorf("both samples compared element %d first: a retry must take other elements", samples[0][0])
+	}
+	costs = []time.Duration{time.Millisecond}
+	reads, samples = 0, nil
+	if stableSkewFor(a, record) {
+		t.Fatal("a comparator costly in every sample was judged cheap")
+	}
+	if len(samples) != stableSkewTries {
+		t.Fatalf("%d samples timed for a costly comparator, want %d", len(samples), stableSkewTries)
 	}
 }
