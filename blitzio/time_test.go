@@ -266,3 +266,32 @@ func TestSleepFutureSize(t *testing.T) {
 		t.Fatalf("timerEntry is %d bytes, want 48 (its padding holds SleepFuture's state)", n)
 	}
 }
+
+// TestAdvanceFiresTimerBeforeActiveFlag is the regression test for a lost tick with the
+// test clock (TestIntervalMissedTickBehaviours waited 20 s for a tick in a go test -race
+// run): a registration pushes its entry, then sets the timers' active flag; if a drain
+// (timerCount, or any poll's) moved the entry into the wheel and Advance ran before the
+// flag was set, Advance skipped the wheel, and with a test clock nothing else fires
+// timers. The state of that window is set up here directly: the entry in the wheel,
+// the flag clear.
+func TestAdvanceFiresTimerBeforeActiveFlag(t *testing.T) {
+	rt, clk := newTestClockRT(t, 1)
+	var woken atomic.Int32
+	cx := NewContext(rt, WakerFunc(func() { woken.Add(1) }))
+	s := Sleep(10 * time.Millisecond)
+	defer Drop(s)
+	if _, ok := s.Poll(cx); ok {
+		t.Fatal("a 10 ms sleep was ready at once")
+	}
+	if n := rt.timerCount(); n != 1 {
+		t.Fatalf("timerCount = %d, want 1", n)
+	}
+	rt.timers.active.Store(false) // the registration has not set it yet
+	clk.Advance(10 * time.Millisecond)
+	if woken.Load() != 1 {
+		t.Fatalf("Advance past the deadline woke the sleep %d times, want 1", woken.Load())
+	}
+	if _, ok := s.Poll(cx); !ok {
+		t.Fatal("the sleep is not ready after Advance past its deadline")
+	}
+}
