@@ -504,11 +504,13 @@ func scenarioInjectedGoexits(t *testing.T, r *rand.Rand) error {
 	}
 	var errs firstErr
 	// A Goexit cannot be stopped: it ends the goroutine running the job, and with it any
-	// job that goroutine was running below it (a job waiting for a stolen fork runs other
-	// jobs meanwhile, other units' included), whose caller gets blitz.ErrGoexit too, as
-	// blitz.ErrGoexit's documentation says. Such a bystander is counted, and there can be
-	// only a few per goroutine a Goexit ended (one per job nested below it); a unit 0
-	// that fails in any other way, or many bystanders, is an error.
+	// job that goroutine was running below it (a job waiting for a stolen fork, and a
+	// caller's goroutine waiting in a Call, run other jobs meanwhile, other units'
+	// included), as blitz.ErrGoexit's documentation says. Such a bystander sees
+	// blitz.ErrGoexit from the pool, or blitzio.ErrGoexit when the goroutine that ended
+	// was its blocking job's own. It is counted, and there can be only a few per
+	// goroutine a Goexit ended (one per job nested below it); a unit 0 that fails in any
+	// other way, or many bystanders, is an error.
 	bystanders, exits := 0, 0
 	for _, u := range us {
 		if u.where == 1 {
@@ -520,7 +522,7 @@ func scenarioInjectedGoexits(t *testing.T, r *rand.Rand) error {
 		switch u.where {
 		case 0:
 			var pe *blitz.PanicError
-			if err == nil && errors.As(o.err, &pe) && errors.Is(o.err, blitz.ErrGoexit) {
+			if (err == nil && errors.As(o.err, &pe) && errors.Is(o.err, blitz.ErrGoexit)) || errors.Is(err, blitzio.ErrGoexit) {
 				bystanders++
 				continue
 			}
