@@ -149,6 +149,16 @@ func (fd *netFD) Close() error {
 	return nil
 }
 
+// stopListening makes a listening socket refuse new connections now, before Close. On
+// io_uring the descriptor itself is closed only when the cancelled accept's completion
+// arrives, and until then the kernel would still complete handshakes into its backlog:
+// a client could connect after Close (and a server's Shutdown) returned, as
+// TestShutdownGraceful saw. shutdown(2) on a listening socket stops it listening on
+// Linux; elsewhere it may fail (ENOTCONN), and the close alone does the work.
+func (fd *netFD) stopListening() {
+	fd.control(func(s int) error { return unix.Shutdown(s, unix.SHUT_RDWR) })
+}
+
 // control runs f on the descriptor, which stays open meanwhile.
 func (fd *netFD) control(f func(int) error) error {
 	if fd.closed.Load() {

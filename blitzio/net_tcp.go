@@ -143,6 +143,7 @@ func (l *TCPListener) TCPAddr() *net.TCPAddr { a, _ := l.fd.laddr.(*net.TCPAddr)
 // Close stops listening. Accepts waiting in other tasks fail with an error wrapping
 // net.ErrClosed; connections queued by the kernel and not accepted are reset.
 func (l *TCPListener) Close() error {
+	l.fd.stopListening()
 	if err := l.fd.Close(); err != nil {
 		return l.fd.opError("close", "close", err)
 	}

@@ -255,3 +255,39 @@ func TestTCPOptionsSplitResolve(t *testing.T) {
 		}
 	})
 }
+
+// TestListenerCloseRefusesAtOnce is the regression test for a listener that still
+// completed connections after Close returned: on io_uring, with an accept in flight, the
+// descriptor is closed only when the cancelled accept's completion arrives, and until
+// then the kernel took handshakes into the backlog (httpserve's TestShutdownGraceful
+// dialled successfully after Shutdown, 3 runs in 37 of go test -race work). Close now
+// stops the socket listening first.
+func TestListenerCloseRefusesAtOnce(t *testing.T) {
+	for _, b := range []Backend{BackendIOUring, BackendEpoll} {
+		t.Run(b.String(), func(t *testing.T) {
+			rt, err := New(Config{Workers: 2, Backend: b})
+			if err != nil {
+				t.Skipf("%v: %v", b, err)
+			}
+			defer rt.Close()
+			for i := range 20 {
+				l, err := ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				addr := l.Addr().String()
+				h := Spawn(rt, l.Accept()) // in flight when Close comes
+				time.Sleep(time.Millisecond)
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if c, err := net.Dial("tcp", addr); err == nil {
+					c.Close()
+					t.Fatalf("round %d: a dial succeeded after the listener's Close returned", i)
+				}
+				h.Abort()
+				h.Wait()
+			}
+		})
+	}
+}

@@ -89,6 +89,7 @@ func (l *UnixListener) Addr() net.Addr { return l.fd.laddr }
 
 // Close stops listening and removes the socket file.
 func (l *UnixListener) Close() error {
+	l.fd.stopListening()
 	if err := l.fd.Close(); err != nil {
 		return l.fd.opError("close", "close", err)
 	}
