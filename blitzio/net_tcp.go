@@ -36,6 +36,9 @@ type ListenConfig struct {
 // are safe for concurrent use; several tasks may Accept at once.
 type TCPListener struct {
 	fd *netFD
+	// closing is set by Close before it stops the socket listening: an accept that
+	// shutdown(2) wakes with EINVAL then reports net.ErrClosed, as after the close.
+	closing atomic.Bool
 }
 
 // ListenTCP opens a TCP listener on laddr, like net.ListenTCP: network is "tcp", "tcp4"
@@ -143,6 +146,7 @@ func (l *TCPListener) TCPAddr() *net.TCPAddr { a, _ := l.fd.laddr.(*net.TCPAddr)
 // Close stops listening. Accepts waiting in other tasks fail with an error wrapping
 // net.ErrClosed; connections queued by the kernel and not accepted are reset.
 func (l *TCPListener) Close() error {
+	l.closing.Store(true)
 	l.fd.stopListening()
 	if err := l.fd.Close(); err != nil {
 		return l.fd.opError("close", "close", err)
@@ -181,6 +185,9 @@ func (l *TCPListener) pollAccept(cx *Context, w *Waker) (Result[Accepted], bool)
 		n, s, err := sysAccept(fd)
 		if err == unix.ECONNABORTED {
 			return -1, unix.EINTR // the peer gave up before we took it: try the next one
+		}
+		if err == unix.EINVAL && l.closing.Load() {
+			return -1, net.ErrClosed // woken by Close's shutdown(2)
 		}
 		sa = s
 		return n, err

@@ -5,6 +5,7 @@ package blitzio
 import (
 	"net"
 	"os"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -58,6 +59,8 @@ func unixSocket(op, network string, sotype int, laddr, raddr *net.UnixAddr) (*ne
 type UnixListener struct {
 	fd     *netFD
 	unlink string
+	// closing: as TCPListener's.
+	closing atomic.Bool
 }
 
 // ListenUnix listens on laddr (network "unix"), like net.ListenUnix. Close removes the
@@ -89,6 +92,7 @@ func (l *UnixListener) Addr() net.Addr { return l.fd.laddr }
 
 // Close stops listening and removes the socket file.
 func (l *UnixListener) Close() error {
+	l.closing.Store(true)
 	l.fd.stopListening()
 	if err := l.fd.Close(); err != nil {
 		return l.fd.opError("close", "close", err)
@@ -112,6 +116,9 @@ func (f *unixAcceptFuture) Poll(cx *Context) (Result[*UnixStream], bool) {
 		n, _, err := sysAccept(fd)
 		if err == unix.ECONNABORTED {
 			return -1, unix.EINTR
+		}
+		if err == unix.EINVAL && f.l.closing.Load() {
+			return -1, net.ErrClosed // woken by Close's shutdown(2)
 		}
 		return n, err
 	})
