@@ -25,18 +25,22 @@ func watchdog(t testing.TB, d time.Duration) (stop func()) {
 func watchdogState(t testing.TB, d time.Duration, state func() string) (stop func()) {
 	t.Helper()
 	name := t.Name()
-	tm := time.AfterFunc(d, func() {
-		buf := make([]byte, 8<<20)
-		n := runtime.Stack(buf, true)
-		// The dump first and the name last: a CI log keeps only the tail of the output.
-		fmt.Fprintf(os.Stderr, "watchdog: %s did not finish within %v; goroutines:\n%s\n", name, d, buf[:n])
-		st := ""
-		if state != nil {
-			st = "; state: " + state()
-		}
-		panic(fmt.Sprintf("watchdog: %s did not finish within %v (lost wake-up or deadlock)%s", name, d, st))
-	})
+	tm := time.AfterFunc(d, func() { watchdogFire(fmt.Sprintf("%s did not finish within %v", name, d), state) })
 	return func() { tm.Stop() }
+}
+
+// watchdogFire writes every goroutine's stack, then panics with what (the test and how
+// it failed) and state() if given: the dump first and the name last, because a CI log
+// keeps only the tail of the output.
+func watchdogFire(what string, state func() string) {
+	buf := make([]byte, 8<<20)
+	n := runtime.Stack(buf, true)
+	fmt.Fprintf(os.Stderr, "watchdog: %s; goroutines:\n%s\n", what, buf[:n])
+	st := ""
+	if state != nil {
+		st = "; state: " + state()
+	}
+	panic(fmt.Sprintf("watchdog: %s (lost wake-up or deadlock)%s", what, st))
 }
 
 // watchdogProgress is watchdogState for a long stress test: it fires only when progress()
@@ -65,11 +69,7 @@ func watchdogProgress(t testing.TB, idle time.Duration, progress func() int64, s
 			if time.Since(since) < idle {
 				continue
 			}
-			buf := make([]byte, 8<<20)
-			n := runtime.Stack(buf, true)
-			// The dump first and the name last: a CI log keeps only the tail of the output.
-			fmt.Fprintf(os.Stderr, "watchdog: %s made no progress for %v; goroutines:\n%s\n", name, idle, buf[:n])
-			panic(fmt.Sprintf("watchdog: %s made no progress for %v (lost wake-up or deadlock); state: %s", name, idle, state()))
+			watchdogFire(fmt.Sprintf("%s made no progress for %v", name, idle), state)
 		}
 	}()
 	return func() { close(done) }
