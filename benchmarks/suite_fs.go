@@ -164,21 +164,32 @@ func fsCases(cfg Config) []Case {
 				}
 				hs := make([]blitzio.JoinHandle[error], len(offsets))
 				for i, offs := range offsets {
-					hs[i] = blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
-						buf := make([]byte, fsReadSize)
-						for _, off := range offs {
-							var err error
-							if future {
-								err = blitzio.Await(co, f.Value.ReadAt(buf, off)).Err
-							} else {
-								_, err = f.Value.AwaitReadAt(co, buf, off)
+					// Two bodies, not one with a branch: the future holds buf, which
+					// therefore escapes to the heap, while AwaitReadAt's task keeps it on
+					// its stack, as the task a user writes for either form would.
+					var body func(co *blitzio.Co) error
+					if future {
+						body = func(co *blitzio.Co) error {
+							buf := make([]byte, fsReadSize)
+							for _, off := range offs {
+								if err := blitzio.Await(co, f.Value.ReadAt(buf, off)).Err; err != nil {
+									return err
+								}
 							}
-							if err != nil {
-								return err
-							}
+							return nil
 						}
-						return nil
-					}))
+					} else {
+						body = func(co *blitzio.Co) error {
+							buf := make([]byte, fsReadSize)
+							for _, off := range offs {
+								if _, err := f.Value.AwaitReadAt(co, buf, off); err != nil {
+									return err
+								}
+							}
+							return nil
+						}
+					}
+					hs[i] = blitzio.Spawn(rt, blitzio.Async(body))
 				}
 				for _, h := range hs {
 					if err, jerr := h.Wait(); err != nil || jerr != nil {
