@@ -192,10 +192,16 @@ func parseHead(head string, p *parsedRequest, vals []string) *parseError {
 		p.close = hasClose
 	}
 
-	// Transfer-Encoding and Content-Length, as net/http's readTransfer.
+	// Transfer-Encoding and Content-Length, as net/http's readTransfer, which reads the
+	// body of a request that says HTTP/0.0 as HTTP/1.1's: an unknown transfer coding in
+	// one is refused with 501 before the server's version check answers 505.
 	if te, ok := h["Transfer-Encoding"]; ok {
 		delete(h, "Transfer-Encoding")
-		if p.major > 1 || p.major == 1 && p.minor >= 1 {
+		major, minor := p.major, p.minor
+		if major == 0 && minor == 0 {
+			major, minor = 1, 1
+		}
+		if major > 1 || major == 1 && minor >= 1 {
 			if len(te) != 1 || !strings.EqualFold(te[0], "chunked") {
 				return errUnsupportedTE
 			}

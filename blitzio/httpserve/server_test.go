@@ -70,6 +70,11 @@ func TestMalformedRequests(t *testing.T) {
 		{"negative content-length", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400},
 		{"conflicting content-length", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400},
 		{"unknown transfer-encoding", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+		// net/http reads the body of an HTTP/0.0 request as HTTP/1.1's (its readTransfer
+		// defaults a zero version to 1.1), so an unknown transfer coding is refused with
+		// 501 before the version is (found by FuzzParseRequest).
+		{"version 0.0 with unknown transfer-encoding", "GET / HTTP/0.0\r\nHost: x\r\nTransfer-Encoding: 000\r\n\r\n", 501},
+		{"version 0.9 with unknown transfer-encoding", "GET / HTTP/0.9\r\nHost: x\r\nTransfer-Encoding: 000\r\n\r\n", 505},
 		{"two transfer-encodings", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 501},
 		{"bad uri", "GET %zz HTTP/1.1\r\nHost: x\r\n\r\n", 400},
 		{"expect other", "POST / HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 1\r\n\r\na", 417},
