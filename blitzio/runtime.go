@@ -715,24 +715,61 @@ func onRuntimeGoroutine() goroutineKind {
 	// function; for an Async function's coroutine, runtime.goexit, runtime.corostart,
 	// iter.Pull's closure, coroutine.loop and runCoroutine.
 	for _, pc := range pcs[max(0, n-6):n] {
-		// pc-1: a return address may be the first byte of the next function. FuncForPC
-		// names the innermost function at pc, so this works whether or not the entry
-		// function was inlined into the go statement's wrapper (and, unlike
-		// CallersFrames, it does not allocate).
-		f := runtime.FuncForPC(pc - 1)
-		if f == nil {
-			continue
+		if k := frameKind(pc); k != onOther {
+			return k
 		}
-		switch f.Name() {
-		case workerRunName:
-			return onWorker
-		case blockingRunName:
-			return onBlockingPool
-		case shutdownRunName, shutdownDropName:
-			return onShutdown
-		case coroutineName:
-			return onCoroutine
+	}
+	return onOther
+}
+
+// frameKinds caches frameKind's answers by return address. Naming a frame costs more
+// than the stack walk itself (FuncForPC, which builds a Func for an inlined frame, and
+// its Name), while the bottom frames of the goroutines that block are a few distinct
+// addresses: the go statements and entry functions of the program. Each entry is
+// pc<<3 | kind, 0 when free; an address whose probe window is full is named every time.
+var frameKinds [256]atomic.Uint64
+
+// frameKindProbes bounds the slots looked at for one address.
+const frameKindProbes = 8
+
+// frameKind says which of the runtime's goroutines a frame with return address pc
+// belongs to (onOther: none).
+func frameKind(pc uintptr) goroutineKind {
+	h := uint64(pc) * 0x9e3779b97f4a7c15 >> 56 // Fibonacci hashing: the top 8 bits
+	for i := range uint64(frameKindProbes) {
+		slot := &frameKinds[(h+i)%uint64(len(frameKinds))]
+		v := slot.Load()
+		if v>>3 == uint64(pc) {
+			return goroutineKind(v & 7)
 		}
+		if v == 0 {
+			k := nameFrameKind(pc)
+			slot.CompareAndSwap(0, uint64(pc)<<3|uint64(k))
+			return k
+		}
+	}
+	return nameFrameKind(pc)
+}
+
+// nameFrameKind is frameKind without the cache: by the name of the function at pc.
+func nameFrameKind(pc uintptr) goroutineKind {
+	// pc-1: a return address may be the first byte of the next function. FuncForPC
+	// names the innermost function at pc, so this works whether or not the entry
+	// function was inlined into the go statement's wrapper (and, unlike CallersFrames,
+	// it does not allocate).
+	f := runtime.FuncForPC(pc - 1)
+	if f == nil {
+		return onOther
+	}
+	switch f.Name() {
+	case workerRunName:
+		return onWorker
+	case blockingRunName:
+		return onBlockingPool
+	case shutdownRunName, shutdownDropName:
+		return onShutdown
+	case coroutineName:
+		return onCoroutine
 	}
 	return onOther
 }
