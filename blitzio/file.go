@@ -94,8 +94,11 @@ type afterIdle[T any] struct {
 	h      JoinHandle[Result[T]]
 	start  bool
 	done   bool
+	direct bool // see callerBlocks: call runs on the polling goroutine
 	result Result[T]
 }
+
+func (a *afterIdle[T]) onCallerGoroutine() { a.direct = true }
 
 func (a *afterIdle[T]) Poll(cx *Context) (Result[T], bool) {
 	if a.done {
@@ -121,7 +124,7 @@ func (a *afterIdle[T]) Poll(cx *Context) (Result[T], bool) {
 			return a.result, true
 		}
 		call := a.call
-		if a.inline != nil && a.inline() {
+		if a.direct || a.inline != nil && a.inline() {
 			v, err := call(readAhead)
 			a.done, a.result = true, Result[T]{Value: v, Err: err}
 			return a.result, true
@@ -235,7 +238,10 @@ type positioned struct {
 	state    uint8
 	write    bool
 	detached bool
+	direct   bool // see callerBlocks: os.File's call on the polling goroutine
 }
+
+func (f *positioned) onCallerGoroutine() { f.direct = !f.detached }
 
 // positionedPool is a positioned operation on the blocking pool: its handle, and for a read
 // the buffer the pool's goroutine fills (copied into p only when the future completes).
@@ -261,6 +267,20 @@ func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 		// the task's budget first, so a task looping over cached reads yields.
 		if !cx.ConsumeBudget() {
 			return Result[int]{}, false
+		}
+		if f.direct {
+			// On BlockOn's goroutine, which waits either way: os.File's own call, into
+			// the caller's slice (the future cannot be dropped during the call).
+			var n int
+			var err error
+			if f.write {
+				n, err = f.b.f.WriteAt(f.p, f.off)
+				f.p = nil
+			} else {
+				n, err = f.b.f.ReadAt(f.p, f.off)
+			}
+			f.state, f.res = posDone, Result[int]{Value: n, Err: err}
+			return f.res, true
 		}
 		if f.startRing(cx) {
 			break
@@ -563,16 +583,29 @@ func OpenFile(name string, flag int, perm fs.FileMode) Future[Result[*File]] {
 
 // openFuture is OpenFile's future: the worker's non-blocking attempt, then the pool.
 type openFuture struct {
-	name string
-	flag int
-	perm fs.FileMode
-	pool *blockingFuture[*File]
-	res  Result[*File]
-	done bool
+	name   string
+	flag   int
+	perm   fs.FileMode
+	pool   *blockingFuture[*File]
+	res    Result[*File]
+	done   bool
+	direct bool // see callerBlocks
 }
+
+func (o *openFuture) onCallerGoroutine() { o.direct = true }
 
 func (o *openFuture) Poll(cx *Context) (Result[*File], bool) {
 	if o.done {
+		return o.res, true
+	}
+	if o.direct && o.pool == nil {
+		// On BlockOn's goroutine: open as os does, with no attempt that cannot block first.
+		o.done = true
+		if f, err := os.OpenFile(o.name, o.flag, o.perm); err != nil {
+			o.res = Result[*File]{Err: err}
+		} else {
+			o.res = Result[*File]{Value: &File{b: newBlockingIO(f), name: o.name}}
+		}
 		return o.res, true
 	}
 	if o.pool == nil {

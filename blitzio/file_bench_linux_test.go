@@ -149,3 +149,48 @@ func benchTaskReads(b *testing.B, read func(co *Co, f *File, offs []int64) error
 	}
 	reportPerRead(b, cpu)
 }
+
+// BenchmarkBlockOnOpenClose: a file opened and closed from plain Go code through BlockOn
+// (which runs both calls on the calling goroutine, see callerBlocks), beside os.Open and
+// Close; "nested" hides the futures from BlockOn, as a combinator would, so they take
+// the ways a runtime runs them (the worker's non-blocking open, or the blocking pool).
+func BenchmarkBlockOnOpenClose(b *testing.B) {
+	name := filepath.Join(b.TempDir(), "f")
+	if err := os.WriteFile(name, []byte("x"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Setenv(fileIOEnv, "auto")
+	blitz := func(wrap func(Future[Result[*File]]) Future[Result[*File]], wrapClose func(Future[Result[struct{}]]) Future[Result[struct{}]]) func(b *testing.B) {
+		return func(b *testing.B) {
+			rt, err := New(Config{Workers: 2})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rt.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				f, err := BlockOn(rt, wrap(Open(name)))
+				if err != nil || f.Err != nil {
+					b.Fatal(err, f.Err)
+				}
+				if c, err := BlockOn(rt, wrapClose(f.Value.Close())); err != nil || c.Err != nil {
+					b.Fatal(err, c.Err)
+				}
+			}
+		}
+	}
+	b.Run("blitzio", blitz(func(f Future[Result[*File]]) Future[Result[*File]] { return f },
+		func(f Future[Result[struct{}]]) Future[Result[struct{}]] { return f }))
+	b.Run("blitzio-nested", blitz(func(f Future[Result[*File]]) Future[Result[*File]] { return nested[Result[*File]]{f} },
+		func(f Future[Result[struct{}]]) Future[Result[struct{}]] { return nested[Result[struct{}]]{f} }))
+	b.Run("os", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			f, err := os.Open(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+	})
+}

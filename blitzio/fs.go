@@ -10,12 +10,25 @@ import (
 // blockingFuture runs a call on the blocking pool at its first poll and returns its
 // value and error. A dropped blockingFuture lets the call finish and discards the result.
 type blockingFuture[T any] struct {
-	call  func() (T, error)
-	h     JoinHandle[Result[T]]
-	start bool
-	done  bool
-	res   Result[T]
+	call   func() (T, error)
+	h      JoinHandle[Result[T]]
+	start  bool
+	done   bool
+	direct bool // polled by BlockOn itself: the call runs on the polling goroutine
+	res    Result[T]
 }
+
+// callerBlocks is implemented by the futures whose work is a blocking call of package
+// os (the file-system operations). BlockOn tells the future it was given, before its
+// first poll, that it is polled on the caller's own goroutine, which may block: the
+// future then makes its calls right there, as package os would, instead of handing
+// them to the blocking pool (a wake-up of a pool goroutine, then one of the caller's)
+// or trying them first in the ways that cannot block a worker. Only the future given
+// to BlockOn is told: one nested in a combinator (a Timeout, a Select) keeps using the
+// pool, so that its timers and siblings still run while the call blocks.
+type callerBlocks interface{ onCallerGoroutine() }
+
+func (b *blockingFuture[T]) onCallerGoroutine() { b.direct = true }
 
 func blockingCall[T any](call func() (T, error)) *blockingFuture[T] {
 	return &blockingFuture[T]{call: call}
@@ -29,6 +42,11 @@ func (b *blockingFuture[T]) Poll(cx *Context) (Result[T], bool) {
 	if !b.start {
 		call := b.call
 		b.call, b.start = nil, true
+		if b.direct {
+			v, err := call()
+			b.done, b.res = true, Result[T]{Value: v, Err: err}
+			return b.res, true
+		}
 		b.h = SpawnBlocking(cx, func() Result[T] {
 			v, err := call()
 			return Result[T]{Value: v, Err: err}
@@ -49,6 +67,8 @@ func (b *blockingFuture[T]) Poll(cx *Context) (Result[T], bool) {
 
 // The file-system operations below are futures over the functions of package os of the
 // same name (Tokio's tokio::fs): they run on the blocking pool and return os's errors.
+// Given directly to BlockOn (not inside a combinator), they run on the goroutine that
+// called BlockOn, which waits for them either way, as package os runs them.
 
 // ReadFile returns a future of the whole content of a file, like os.ReadFile.
 //
@@ -65,14 +85,22 @@ func ReadFile(name string) Future[Result[[]byte]] {
 
 // readFileFuture is ReadFile's future: the worker's non-blocking attempt, then the pool.
 type readFileFuture struct {
-	name string
-	pool *blockingFuture[[]byte]
-	res  Result[[]byte]
-	done bool
+	name   string
+	pool   *blockingFuture[[]byte]
+	res    Result[[]byte]
+	done   bool
+	direct bool // see callerBlocks
 }
+
+func (r *readFileFuture) onCallerGoroutine() { r.direct = true }
 
 func (r *readFileFuture) Poll(cx *Context) (Result[[]byte], bool) {
 	if r.done {
+		return r.res, true
+	}
+	if r.direct && r.pool == nil {
+		data, err := os.ReadFile(r.name)
+		r.done, r.res = true, Result[[]byte]{Value: data, Err: err}
 		return r.res, true
 	}
 	if r.pool == nil {

@@ -599,7 +599,11 @@ func pollCatch[T any](f Future[T], cx *Context) (v T, ok bool, err error) {
 }
 
 // BlockOn drives f to completion on the calling goroutine (not a worker) and returns its
-// value. Futures polled this way can spawn tasks and use timers of rt. It returns
+// value. Futures polled this way can spawn tasks and use timers of rt. A file-system
+// future given to BlockOn itself (Open, ReadFile, File.ReadAt, File.Close, Stat, ...; not
+// one inside a combinator) makes its system calls on the calling goroutine, as package
+// os would, since that goroutine waits for it either way: no trip to the blocking pool,
+// and a shutdown of rt does not cut such a call short. It returns
 // ErrRuntimeClosed if rt shuts down before f finishes (f is dropped), and a *PanicError
 // if f's Poll panics. If f calls runtime.Goexit, the calling goroutine exits as Goexit
 // says; rt is not affected.
@@ -639,6 +643,9 @@ func BlockOn[T any](rt *Runtime, f Future[T]) (T, error) {
 	case onCoroutine:
 		panic("blitzio: cannot block from within a runtime: BlockOn called inside an Async " +
 			"function would block the goroutine polling it; use Await instead")
+	}
+	if d, ok := f.(callerBlocks); ok {
+		d.onCallerGoroutine() // a file-system call: make it here (see callerBlocks)
 	}
 	p := newParker()
 	defer p.gone.Store(true)
