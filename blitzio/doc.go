@@ -130,7 +130,8 @@
 // act on paths, and ReadDir streams a directory's entries. Their errors are os's
 // (*fs.PathError), so errors.Is(err, fs.ErrNotExist) works. File calls run on the
 // blocking pool, except reads whose bytes are already in memory, which the worker does
-// itself (preadv2 with RWF_NOWAIT on Linux).
+// itself (preadv2 with RWF_NOWAIT on Linux); one given to BlockOn itself runs on the
+// goroutine that called BlockOn, as with package os.
 //
 // Command starts child processes (Tokio's tokio::process): arguments, environment,
 // directory, and stdin, stdout and stderr inherited, null or piped as Files; a Child has
