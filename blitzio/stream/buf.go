@@ -32,7 +32,8 @@ type BufReader struct {
 	start, end int
 	err        error // sticky error from r (io.EOF included), reported once the buffer is empty
 	maxLine    int
-	scanned    int // bytes from start already searched for the delimiter
+	scanned    int  // bytes from start already searched for scanDelim
+	scanDelim  byte // the delimiter scanned was counted for
 	until      untilFuture
 	line       lineFuture
 }
@@ -143,6 +144,11 @@ func (b *BufReader) fill(cx *blitzio.Context) bool {
 // it (not consumed), or an error: ErrTooLong past the limit, and at the end of the
 // stream the bytes left with io.EOF.
 func (b *BufReader) pollUntil(cx *blitzio.Context, delim byte) ([]byte, bool, error) {
+	if b.scanDelim != delim {
+		// The bytes scanned so far were searched for another delimiter (by a call that
+		// was dropped before it found it): they may hold this one.
+		b.scanned, b.scanDelim = 0, delim
+	}
 	for {
 		if i := bytes.IndexByte(b.buf[b.start+b.scanned:b.end], delim); i >= 0 {
 			n := b.scanned + i + 1
@@ -152,12 +158,15 @@ func (b *BufReader) pollUntil(cx *blitzio.Context, delim byte) ([]byte, bool, er
 			return b.buf[b.start : b.start+n], true, nil
 		}
 		b.scanned = b.end - b.start
-		if b.scanned >= b.maxLine {
+		if b.scanned > b.maxLine {
 			return nil, true, ErrTooLong
 		}
 		if b.err != nil {
 			return b.buf[b.start:b.end], true, b.err
 		}
+		// At exactly the limit only the end of the stream can still end the chunk (a
+		// delimiter next would make it one byte too long): read on, into a buffer of
+		// maxLine+1 bytes at most, to tell.
 		if b.end == len(b.buf) {
 			if b.start > 0 {
 				n := copy(b.buf, b.buf[b.start:b.end])
@@ -284,8 +293,15 @@ func (b *BufWriter) PollWrite(cx *blitzio.Context, p []byte) (blitzio.Result[int
 	}
 	if b.n == 0 && len(p) >= len(b.buf) {
 		res, ok := b.w.PollWrite(cx, p)
-		if ok && res.Err != nil {
+		switch {
+		case !ok:
+		case res.Err != nil:
 			b.err = res.Err
+		case res.Value <= 0 || res.Value > len(p):
+			// A writer that takes nothing and reports no error would make Write loop
+			// forever (io.ErrShortWrite's case in bufio): stop as PollFlush does.
+			b.err = errNoProgress
+			return blitzio.Result[int]{Err: b.err}, true
 		}
 		return res, ok
 	}

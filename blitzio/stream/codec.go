@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/blitzgo/blitz/blitzio"
@@ -241,7 +242,11 @@ func (c LinesCodec) Decode(buf []byte, atEOF bool) (string, int, error) {
 		return "", 0, ErrTooLong
 	}
 	if atEOF && len(buf) > 0 {
-		return string(bytes.TrimSuffix(buf, []byte{'\r'})), len(buf), nil
+		line := bytes.TrimSuffix(buf, []byte{'\r'})
+		if len(line) > c.max() { // the byte kept for a "\r" was not one
+			return "", 0, ErrTooLong
+		}
+		return string(line), len(buf), nil
 	}
 	return "", 0, nil
 }
@@ -268,7 +273,8 @@ const DefaultMaxFrame = 8 << 20
 // fresh slices the caller owns.
 type LengthDelimitedCodec struct {
 	// MaxFrameLength is the largest payload accepted; 0 means DefaultMaxFrame. A larger
-	// length header fails with ErrTooLong before the payload is read.
+	// length header fails with ErrTooLong before the payload is read. The header is 4
+	// bytes, so no frame is larger than 4 GiB - 1 whatever MaxFrameLength says.
 	MaxFrameLength int
 }
 
@@ -296,8 +302,8 @@ func (c LengthDelimitedCodec) Decode(buf []byte, atEOF bool) ([]byte, int, error
 
 // Encode implements Encoder.
 func (c LengthDelimitedCodec) Encode(dst []byte, frame []byte) ([]byte, error) {
-	if len(frame) > c.max() {
-		return dst, ErrTooLong
+	if len(frame) > c.max() || uint64(len(frame)) > math.MaxUint32 {
+		return dst, ErrTooLong // the 4-byte header cannot say more, whatever MaxFrameLength says
 	}
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(frame)))
 	return append(dst, frame...), nil

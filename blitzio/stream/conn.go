@@ -49,14 +49,22 @@ type Conn struct {
 	rdl, wdl deadline
 }
 
-// NewConn returns s as a net.Conn. The Conn owns s: closing the Conn closes s.
-func NewConn(s ConnStream) *Conn {
+// NewConn returns s as a net.Conn. The Conn owns s: closing the Conn closes s. s must
+// already belong to a runtime's driver, as a stream from Dial, DialTCP or an accept
+// does; one that joins a runtime when first polled, such as blitzio.DialUnix's, needs
+// NewConnOn.
+func NewConn(s ConnStream) *Conn { return NewConnOn(nil, s) }
+
+// NewConnOn is NewConn for a stream served by rt's driver: a stream that is not yet
+// registered with a runtime (blitzio.DialUnix's) joins rt at the first Read or Write.
+// A nil rt is NewConn.
+func NewConnOn(rt *blitzio.Runtime, s ConnStream) *Conn {
 	if s == nil {
 		panic("stream: NewConn with a nil stream")
 	}
 	c := &Conn{s: s, closed: make(chan struct{}), rdl: makeDeadline(), wdl: makeDeadline()}
-	c.rp.init(nil)
-	c.wp.init(nil)
+	c.rp.init(rt)
+	c.wp.init(rt)
 	return c
 }
 
@@ -105,7 +113,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 				return r.Value, io.EOF // io.EOF unwrapped, as net.Conn's Read gives it
 			}
 			if r.Err != nil {
-				return r.Value, c.opError("read", c.closedOr(r.Err))
+				return r.Value, c.ioError("read", r.Err)
 			}
 			return r.Value, nil
 		}
@@ -129,7 +137,7 @@ func (c *Conn) Write(b []byte) (int, error) {
 		r, ok := c.s.PollWrite(p.cx, b[n:])
 		if ok {
 			if r.Err != nil {
-				return n, c.opError("write", c.closedOr(r.Err))
+				return n, c.ioError("write", r.Err)
 			}
 			n += r.Value
 			continue
@@ -158,6 +166,18 @@ func (c *Conn) check(dl *deadline) error {
 
 // closedOr returns net.ErrClosed if the Conn was closed (the stream's own error for a
 // closed stream varies), else err.
+// ioError is the error of a failed stream operation: net.ErrClosed once the Conn is
+// closed; the stream's own *net.OpError as it is (blitzio's sockets report errors in
+// net's form already, and Go's net never nests one OpError in another); else err in a
+// *net.OpError naming op and the addresses.
+func (c *Conn) ioError(op string, err error) error {
+	err = c.closedOr(err)
+	if oe, ok := err.(*net.OpError); ok {
+		return oe
+	}
+	return c.opError(op, err)
+}
+
 func (c *Conn) closedOr(err error) error {
 	select {
 	case <-c.closed:

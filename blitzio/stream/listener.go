@@ -71,14 +71,21 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 }
 
-// Close implements net.Listener: a waiting Accept returns net.ErrClosed.
+// Close implements net.Listener: a waiting Accept returns net.ErrClosed. A second Close
+// returns an error wrapping net.ErrClosed.
 func (l *Listener) Close() error {
-	var err error
+	err := &net.OpError{Op: "close", Net: l.addr.Network(), Addr: l.addr, Err: net.ErrClosed}
+	var cerr error
+	closed := false
 	l.once.Do(func() {
+		closed = true
 		close(l.closed)
-		err = l.close()
+		cerr = l.close()
 	})
-	return err
+	if !closed {
+		return err // closed before, as net.TCPListener's second Close reports
+	}
+	return cerr
 }
 
 // Addr implements net.Listener.
