@@ -51,6 +51,10 @@ func (co *Co) Context() *Context { return co.cx }
 // deferred calls run, and it does not resume. Do not recover that panic and carry on
 // awaiting: every later Await unwinds again at once.
 //
+// If f's Poll panics (or calls runtime.Goexit), f is dropped before the panic goes on
+// up the function, as Rust drops the futures a panic unwinds past: a lock, permit or
+// channel waiter that f holds or has queued is given back instead of being stranded.
+//
 // Await panics if co is nil or not running (called after the function returned, or
 // from another goroutine), and if f is nil.
 func Await[T any](co *Co, f Future[T]) T {
@@ -70,7 +74,7 @@ func Await[T any](co *Co, f Future[T]) T {
 			Drop(f)
 			panic(errAsyncCancelled)
 		}
-		if v, ok := f.Poll(co.cx); ok {
+		if v, ok := pollOrDrop(f, co.cx); ok {
 			return v
 		}
 		if !co.yield(struct{}{}) {
@@ -290,6 +294,24 @@ func runCoroutine(co *Co, body func()) {
 	}()
 	body()
 	returned = true
+}
+
+// pollOrDrop polls f once, and drops it if the poll does not return (a panic or
+// runtime.Goexit goes on after the drop). A panic of the Drop itself is not allowed to
+// replace the first one, which says what went wrong.
+func pollOrDrop[T any](f Future[T], cx *Context) (v T, ok bool) {
+	returned := false
+	defer func() {
+		if !returned {
+			func() {
+				defer func() { recover() }()
+				Drop(f)
+			}()
+		}
+	}()
+	v, ok = f.Poll(cx)
+	returned = true
+	return v, ok
 }
 
 // Drop unwinds a suspended function (see Await) so that its deferred calls run. A panic

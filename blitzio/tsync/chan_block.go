@@ -17,8 +17,12 @@ import (
 // return before it).
 
 // panicIfInRuntime panics, naming op, if the caller is a blitzio worker or an Async
-// function's coroutine (see refuseInRuntime).
-func panicIfInRuntime(op string) { refuseInRuntime(op, "RecvAsync, SendAsync, ...") }
+// function's coroutine (see refuseInRuntime). f, already polled once and so queued as a
+// waiter, is dropped first: left queued, it would take a wake-up meant for a live
+// waiter.
+func panicIfInRuntime(op string, f any) {
+	refuseInRuntimeDrop(op, "RecvAsync, SendAsync, ...", f)
+}
 
 // waitFor drives f from a plain goroutine, refusing (with a panic naming op) to park a
 // runtime worker.
@@ -26,7 +30,7 @@ func waitFor[T any](op string, f blitzio.Future[T]) T {
 	if v, ok := f.Poll(probeContext); ok {
 		return v
 	}
-	panicIfInRuntime(op)
+	panicIfInRuntime(op, f)
 	return blockOn(f)
 }
 
@@ -35,7 +39,7 @@ func waitForCtx[T any](op string, ctx context.Context, f blitzio.Future[T]) (T, 
 	if v, ok := f.Poll(probeContext); ok {
 		return v, nil
 	}
-	panicIfInRuntime(op)
+	panicIfInRuntime(op, f)
 	return blockOnCtx(ctx, f)
 }
 

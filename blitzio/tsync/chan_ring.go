@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 )
@@ -23,11 +24,17 @@ import (
 // Closing sets markBit in tail: a sender's CAS from an unmarked tail then fails, and a
 // receiver that finds the ring empty sees the mark.
 //
-// The ring never spins: a slot claimed by a peer that has not published yet (a sender
-// between its CAS and its stamp store, or a receiver between its CAS and freeing the
-// slot) reads as empty or full. The waiter protocol (waitSet) makes that safe: the peer
-// checks for waiters right after it publishes, so whoever found the slot busy and went
-// to wait is woken.
+// A slot claimed by a peer that has not published yet (a sender between its CAS and its
+// stamp store, or a receiver between its CAS and freeing the slot) is waited for, as
+// crossbeam's ArrayQueue does (it snoozes): push reports full, and pop empty, only when
+// the ring is. Reporting the busy slot as empty or full instead looks safe, since the
+// peer checks for waiters right after it publishes, but with several waiters it loses
+// wake-ups: a receiver woken for the value in slot k+1 finds slot k still unpublished,
+// goes back to wait, and so uses up the wake-up meant for k+1; k's sender then wakes
+// one other receiver, which takes k, and the value in k+1 is left with every receiver
+// asleep (the same happens to senders and free slots). The window is two stores long,
+// so the wait is a few reloads; a peer preempted inside it gets the processor through
+// runtime.Gosched.
 type ring[T any] struct {
 	head atomic.Uint64
 	_    [56]byte // head (receivers) and tail (senders) on separate cache lines
@@ -102,6 +109,7 @@ func (r *ring[T]) next(pos uint64) uint64 {
 // push stores v if there is room.
 func (r *ring[T]) push(v T) pushResult {
 	tail := r.tail.Load()
+	spins := 0
 	for {
 		if tail&r.markBit != 0 {
 			return pushClosed
@@ -118,17 +126,31 @@ func (r *ring[T]) push(v T) pushResult {
 				return pushOK
 			}
 		case stamp+r.oneLap == tail+1:
-			// The slot still holds the previous lap's value: full (or its receiver has
-			// claimed it and not yet freed it; it checks for waiting senders after).
-			return pushFull
+			// The slot still holds the previous lap's value: full, unless its receiver
+			// has claimed it (head moved past) and is about to free it.
+			if r.head.Load()+r.oneLap == tail {
+				return pushFull
+			}
+			snooze(&spins)
 		}
 		tail = r.tail.Load()
 	}
 }
 
+// snooze waits a little for a peer to publish a slot it has claimed: a few reloads, then
+// a yield of the processor, which the peer may need if it was preempted in between.
+func snooze(spins *int) {
+	if *spins < 16 {
+		*spins++
+		return
+	}
+	runtime.Gosched()
+}
+
 // pop takes the oldest value if one is published.
 func (r *ring[T]) pop() (T, popResult) {
 	head := r.head.Load()
+	spins := 0
 	for {
 		s := &r.buf[head&(r.markBit-1)]
 		stamp := s.stamp.Load()
@@ -142,15 +164,17 @@ func (r *ring[T]) pop() (T, popResult) {
 				return v, popOK
 			}
 		case stamp == head:
-			// Nothing published here for this lap. Closed only if no sender claimed the
-			// slot before the close; a sender that did will publish and wake us.
+			// Nothing published here for this lap: empty (or closed, the mark says) if
+			// no sender has claimed the slot; if one has, it is about to publish.
 			tail := r.tail.Load()
-			if tail&r.markBit != 0 && tail&^r.markBit == head {
+			if tail&^r.markBit == head {
 				var zero T
-				return zero, popClosed
+				if tail&r.markBit != 0 {
+					return zero, popClosed
+				}
+				return zero, popEmpty
 			}
-			var zero T
-			return zero, popEmpty
+			snooze(&spins)
 		}
 		head = r.head.Load()
 	}
