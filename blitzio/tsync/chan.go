@@ -314,8 +314,28 @@ func (n *waitNode) leave(s *waitSet, cx *blitzio.Context) {
 	}
 }
 
-// quiet deregisters the node after it took what it waited for: a notification it
-// received was used, so nothing is passed on.
+// woken reports whether a notifier has unlinked n in its current registration (its wake
+// is on its way, or has run). Read before a future tries its operation, it tells took
+// whether the notification came first.
+func (n *waitNode) woken() bool { return n.registered && n.popped.Load() == n.gen }
+
+// took deregisters the node after its future took what it waited for (a value, a free
+// slot). woke is woken() from before the take: a notification that came first is what
+// the take used, and nothing is passed on. One that came later reached a node still
+// queued while its future helped itself (a retry right after registering, or a poll for
+// another reason): it announced something else, which could otherwise sit with every
+// other waiter asleep, so it is passed on (at worst a spurious wake-up, if it announced
+// the very value taken).
+func (n *waitNode) took(s *waitSet, cx *blitzio.Context, woke bool) {
+	if woke {
+		n.quiet(s)
+	} else {
+		n.leave(s, cx)
+	}
+}
+
+// quiet deregisters the node after it took what it waited for, having been notified
+// before it took it (see took): that notification was used, so nothing is passed on.
 func (n *waitNode) quiet(s *waitSet) {
 	if n.registered {
 		n.registered = false

@@ -205,11 +205,12 @@ func (f *SendFuture[T]) Poll(cx *blitzio.Context) (error, bool) {
 	}
 	c := f.s.c
 	for registered := false; ; registered = true {
+		woke := f.node.woken()
 		// c.trySend, written out: the call per message is measurable on a busy channel.
 		switch c.r.push(f.v) {
 		case pushOK:
 			c.recvQ.notifyOne(cx)
-			f.node.quiet(&c.sendQ)
+			f.node.took(&c.sendQ, cx, woke)
 			return f.finish(nil)
 		case pushClosed:
 			f.node.quiet(&c.sendQ)
@@ -415,11 +416,12 @@ func (f *RecvFuture[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
 	}
 	c := r.c
 	for registered := false; ; registered = true {
+		woke := f.node.woken()
 		v, res := c.r.pop() // c.tryRecv, written out as in SendFuture.Poll
 		switch res {
 		case popOK:
 			c.sendQ.notifyOne(cx)
-			f.node.quiet(&c.recvQ)
+			f.node.took(&c.recvQ, cx, woke)
 			return blitzio.Result[T]{Value: v}, true
 		case popClosed:
 			f.node.quiet(&c.recvQ)

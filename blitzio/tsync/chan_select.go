@@ -78,6 +78,7 @@ func (f *RecvAnyFuture[T]) Poll(cx *blitzio.Context) (Received[T], bool) {
 			if srcIsNil(s) {
 				continue
 			}
+			woke := f.nodes[i].woken()
 			v, err, ok := s.tryRecvSrc()
 			if !ok {
 				continue
@@ -87,7 +88,7 @@ func (f *RecvAnyFuture[T]) Poll(cx *blitzio.Context) (Received[T], bool) {
 				f.start = 0
 			}
 			if err == nil {
-				f.nodes[i].quiet(s.recvWaiters()) // the wake from i, if any, was used
+				f.nodes[i].took(s.recvWaiters(), cx, woke) // see took: a wake from i that came first was used
 			}
 			f.leaveAll(cx)
 			if err == nil {

@@ -273,11 +273,12 @@ func (f *SourceFuture[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
 	}
 	q := f.src.recvWaiters()
 	for registered := false; ; registered = true {
+		woke := f.node.woken()
 		if v, err, ok := f.src.tryRecvSrc(); ok {
 			if err != nil {
 				f.node.leave(q, cx) // a closed handle or a lag: pass on a wake not used
 			} else {
-				f.node.quiet(q)
+				f.node.took(q, cx, woke)
 			}
 			if err == nil {
 				f.src.afterRecv(cx)

@@ -22,7 +22,10 @@ var ErrOnceCellBusy = errors.New("tsync: OnceCell is being initialised")
 // If the initialiser fails (GetOrTryInit's future returns an error), panics, or is
 // cancelled (its future dropped: the task aborted, a Timeout expired), the cell stays
 // empty and the oldest waiting caller runs its own initialiser next: one failure does not
-// fail everyone, and one cancellation does not strand the waiters.
+// fail everyone, and one cancellation does not strand the waiters. A panic reaches the
+// caller that ran the initialiser (through Await, BlockOn, GetOrInitContext or its
+// task's JoinHandle) after the turn has been handed on, so this holds whether or not
+// anything drops the GetOrInit future afterwards.
 //
 // The zero OnceCell is empty and ready to use. A OnceCell must not be copied after first
 // use.
@@ -42,6 +45,11 @@ const (
 	onceSet
 )
 
+//go:noinline
+func nilOnceCell(op string) {
+	panic("tsync: OnceCell." + op + " called on a nil *OnceCell")
+}
+
 // NewOnceCellWith returns a cell already holding v.
 func NewOnceCellWith[T any](v T) *OnceCell[T] {
 	c := &OnceCell[T]{value: v}
@@ -51,6 +59,9 @@ func NewOnceCellWith[T any](v T) *OnceCell[T] {
 
 // Get returns the value and true if the cell is set.
 func (c *OnceCell[T]) Get() (T, bool) {
+	if c == nil {
+		nilOnceCell("Get")
+	}
 	if c.state.Load() == onceSet {
 		return c.value, true
 	}
@@ -59,11 +70,19 @@ func (c *OnceCell[T]) Get() (T, bool) {
 }
 
 // IsSet reports whether the cell holds a value.
-func (c *OnceCell[T]) IsSet() bool { return c.state.Load() == onceSet }
+func (c *OnceCell[T]) IsSet() bool {
+	if c == nil {
+		nilOnceCell("IsSet")
+	}
+	return c.state.Load() == onceSet
+}
 
 // Set stores v if the cell is empty and no initialiser runs; otherwise it returns
 // ErrOnceCellSet or ErrOnceCellBusy.
 func (c *OnceCell[T]) Set(v T) error {
+	if c == nil {
+		nilOnceCell("Set")
+	}
 	var wl wakeBuf
 	c.mu.Lock()
 	switch c.state.Load() {
@@ -107,7 +126,7 @@ func (c *OnceCell[T]) passOnLocked(wl *wakeBuf) {
 // once per future, only if this caller's turn comes.
 func (c *OnceCell[T]) GetOrInit(init func() blitzio.Future[T]) *OnceFuture[T] {
 	if c == nil {
-		panic("tsync: OnceCell.GetOrInit called on a nil *OnceCell")
+		nilOnceCell("GetOrInit")
 	}
 	if init == nil {
 		panic("tsync: OnceCell.GetOrInit: init is nil")
@@ -119,7 +138,7 @@ func (c *OnceCell[T]) GetOrInit(init func() blitzio.Future[T]) *OnceFuture[T] {
 // result, the cell stays empty, and the next waiting caller tries its own initialiser.
 func (c *OnceCell[T]) GetOrTryInit(init func() blitzio.Future[blitzio.Result[T]]) *OnceTryFuture[T] {
 	if c == nil {
-		panic("tsync: OnceCell.GetOrTryInit called on a nil *OnceCell")
+		nilOnceCell("GetOrTryInit")
 	}
 	if init == nil {
 		panic("tsync: OnceCell.GetOrTryInit: init is nil")
@@ -130,9 +149,13 @@ func (c *OnceCell[T]) GetOrTryInit(init func() blitzio.Future[blitzio.Result[T]]
 // GetOrInitContext is the blocking form for plain goroutines: it returns the value,
 // waiting for another caller's initialiser if one runs, or runs init on the calling
 // goroutine when its turn comes. An error from init is returned and lets the next caller
-// try. It gives up when ctx is done, returning ctx.Err(). It must not be called from a
-// task: it would block the worker.
+// try. If init panics, the panic goes on to the caller and, as with an error, the next
+// caller runs its own initialiser. It gives up when ctx is done, returning ctx.Err(). It
+// must not be called from a task: it would block the worker.
 func (c *OnceCell[T]) GetOrInitContext(ctx context.Context, init func(ctx context.Context) (T, error)) (T, error) {
+	if c == nil {
+		nilOnceCell("GetOrInitContext")
+	}
 	if v, ok := c.Get(); ok {
 		return v, nil
 	}
@@ -262,7 +285,7 @@ func (f *OnceFuture[T]) Poll(cx *blitzio.Context) (T, bool) {
 	case futDone:
 		return o.c.value, true
 	case futDropped:
-		panic("tsync: OnceFuture polled after Drop")
+		panic("tsync: OnceFuture polled after Drop (or after its initialiser panicked)")
 	case onceRunning:
 	default:
 		v, set, turn := o.poll(cx)
@@ -274,11 +297,8 @@ func (f *OnceFuture[T]) Poll(cx *blitzio.Context) (T, bool) {
 			return zero, false
 		}
 		o.st = onceRunning
-		f.inner = f.init()
 	}
-	// If init or the inner Poll panics, the runtime drops this future and Drop passes
-	// the turn on.
-	v, ok := f.inner.Poll(cx)
+	v, ok := f.runInit(cx)
 	if !ok {
 		return zero, false
 	}
@@ -287,8 +307,31 @@ func (f *OnceFuture[T]) Poll(cx *blitzio.Context) (T, bool) {
 	return v, true
 }
 
+// runInit polls the initialiser's future, calling init first if this is our first poll
+// since we got the turn. If init or the Poll does not return (a panic, runtime.Goexit),
+// it drops this future, which drops the initialiser's future and hands the turn on, and
+// lets the panic go on. A runtime drops a task's top-level future after a panic, but a
+// caller that polls the future directly (GetOrInitContext, a hand-written future, a
+// recovering caller) may never drop it: without this the cell would stay busy for good.
+// Drop is idempotent, so whoever drops this future later changes nothing.
+func (f *OnceFuture[T]) runInit(cx *blitzio.Context) (v T, ok bool) {
+	returned := false
+	defer func() {
+		if !returned {
+			dropUnwinding(f)
+		}
+	}()
+	if f.inner == nil {
+		f.inner = f.init()
+	}
+	v, ok = f.inner.Poll(cx)
+	returned = true
+	return v, ok
+}
+
 // Drop gives up: a waiting caller leaves the queue; an initialiser that has not finished
-// is dropped, and the next waiting caller gets to initialise.
+// is dropped, and the next waiting caller gets to initialise. Dropping again, or after
+// the future completed, does nothing.
 func (f *OnceFuture[T]) Drop() {
 	o := &f.once
 	if o.st == futDone || o.st == futDropped {
@@ -321,7 +364,7 @@ func (f *OnceTryFuture[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
 	case futDone:
 		return f.res, true
 	case futDropped:
-		panic("tsync: OnceTryFuture polled after Drop")
+		panic("tsync: OnceTryFuture polled after Drop (or after its initialiser panicked)")
 	case onceRunning:
 	default:
 		v, set, turn := o.poll(cx)
@@ -334,9 +377,8 @@ func (f *OnceTryFuture[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
 			return blitzio.Result[T]{}, false
 		}
 		o.st = onceRunning
-		f.inner = f.init()
 	}
-	r, ok := f.inner.Poll(cx)
+	r, ok := f.runInit(cx)
 	if !ok {
 		return blitzio.Result[T]{}, false
 	}
@@ -347,6 +389,32 @@ func (f *OnceTryFuture[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
 	}
 	f.res = r
 	return r, true
+}
+
+// runInit is OnceFuture.runInit: a panic (or runtime.Goexit) in init or in its future's
+// Poll drops f, handing the turn on, before it goes on.
+func (f *OnceTryFuture[T]) runInit(cx *blitzio.Context) (r blitzio.Result[T], ok bool) {
+	returned := false
+	defer func() {
+		if !returned {
+			dropUnwinding(f)
+		}
+	}()
+	if f.inner == nil {
+		f.inner = f.init()
+	}
+	r, ok = f.inner.Poll(cx)
+	returned = true
+	return r, ok
+}
+
+// dropUnwinding drops f while a panic (or runtime.Goexit) in its initialiser unwinds. The
+// turn is handed on even if the initialiser's future panics in its Drop (Drop defers
+// that), and such a second panic is discarded: the first one, which goes on, says what
+// went wrong.
+func dropUnwinding(f blitzio.Dropper) {
+	defer func() { recover() }()
+	f.Drop()
 }
 
 // Drop is OnceFuture.Drop.

@@ -110,7 +110,7 @@ func FuzzSemaphore(f *testing.F) {
 				switch {
 				case m.closed:
 					want = ErrSemaphoreClosed
-				case len(m.queue) > 0 || m.avail < n:
+				case n > 0 && len(m.queue) > 0 || m.avail < n: // 0 permits: nobody to wait behind
 					want = ErrNoPermits
 				default:
 					m.avail -= n

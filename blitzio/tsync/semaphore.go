@@ -28,7 +28,8 @@ const MaxPermits = 1<<61 - 1
 // Acquires are served in arrival order: a waiter at the head of the queue collects
 // permits as they are released until it has all it asked for, and no later acquire (nor
 // TryAcquire) overtakes it, so a large request cannot starve behind a stream of small
-// ones. Dropping a waiting acquire returns what it had collected.
+// ones. Dropping a waiting acquire returns what it had collected. Acquiring 0 permits
+// never waits (as with Tokio's acquire_many(0)): it fails only if the semaphore is closed.
 //
 // The zero Semaphore has no permits (AddPermits gives some). A Semaphore must not be
 // copied after first use.
@@ -105,14 +106,25 @@ func (p *Permit) ReleaseFrom(cx *blitzio.Context) {
 func (p *Permit) Forget() { p.n = 0 }
 
 // Available returns the number of permits free at the moment of the call.
-func (s *Semaphore) Available() int64 { return int64(s.state.Load() >> semShift) }
+func (s *Semaphore) Available() int64 {
+	if s == nil {
+		nilSemaphore("Available")
+	}
+	return int64(s.state.Load() >> semShift)
+}
 
 // IsClosed reports whether Close was called.
-func (s *Semaphore) IsClosed() bool { return s.state.Load()&semClosed != 0 }
+func (s *Semaphore) IsClosed() bool {
+	if s == nil {
+		nilSemaphore("IsClosed")
+	}
+	return s.state.Load()&semClosed != 0
+}
 
 // TryAcquire takes n permits if they are free and nobody waits ahead, without waiting. It
-// fails with ErrNoPermits or ErrSemaphoreClosed. It panics if n is negative or above
-// MaxPermits.
+// fails with ErrNoPermits or ErrSemaphoreClosed. Taking 0 permits succeeds unless the
+// semaphore is closed, even while acquires wait: it takes nothing from them. It panics if
+// n is negative or above MaxPermits.
 func (s *Semaphore) TryAcquire(n int64) (Permit, error) {
 	if s == nil {
 		nilSemaphore("TryAcquire")
@@ -122,6 +134,12 @@ func (s *Semaphore) TryAcquire(n int64) (Permit, error) {
 		st := s.state.Load()
 		if st&semClosed != 0 {
 			return Permit{}, ErrSemaphoreClosed
+		}
+		if n == 0 {
+			// Nothing to take, so nobody to wait behind (Tokio's try_acquire_many(0)).
+			// Every acquire form goes through here first, so a 0-permit acquire is
+			// never queued.
+			return Permit{sem: s}, nil
 		}
 		if st&semWaiters != 0 || int64(st>>semShift) < n {
 			return Permit{}, ErrNoPermits
@@ -145,6 +163,9 @@ func (s *Semaphore) AddPermits(n int64) {
 // Forget takes up to n free permits out of the semaphore for good and returns how many it
 // took (Tokio's forget_permits). Waiting acquires are not affected.
 func (s *Semaphore) Forget(n int64) int64 {
+	if s == nil {
+		nilSemaphore("Forget")
+	}
 	checkPermits("Semaphore.Forget", "n", n)
 	for {
 		st := s.state.Load()
@@ -183,11 +204,13 @@ func (s *Semaphore) add(n int64, cx *blitzio.Context) {
 }
 
 // addLocked gives n permits to the waiters in order, the rest to the pool. Called with
-// s.mu held. If the pool would exceed MaxPermits it adds nothing to the pool and returns
-// the pool's count, for the caller to panic once mu is released (a panic under mu would
-// leave the semaphore locked for good).
+// s.mu held. It completes every head waiter that n covers, even with n = 0 (a head whose
+// need is already met), and clears semWaiters once the queue is empty. If the pool would
+// exceed MaxPermits it adds nothing to the pool and returns the pool's count, for the
+// caller to panic once mu is released (a panic under mu would leave the semaphore locked
+// for good).
 func (s *Semaphore) addLocked(n int64, wl *wakeBuf) (overflowAt uint64) {
-	for n > 0 {
+	for {
 		w := s.waiters.head
 		if w == nil {
 			break
@@ -203,12 +226,10 @@ func (s *Semaphore) addLocked(n int64, wl *wakeBuf) (overflowAt uint64) {
 		w.notified = true
 		wl.add(w.waker)
 	}
+	// The queue is empty now: the rest goes to the pool.
 	for {
 		st := s.state.Load()
-		next := st
-		if s.waiters.empty() {
-			next &^= semWaiters
-		}
+		next := st &^ semWaiters
 		if int64(st>>semShift) > MaxPermits-n {
 			return max(st>>semShift, 1)
 		}
@@ -248,8 +269,10 @@ func (s *Semaphore) Close() {
 }
 
 // AcquireAsync returns a future that is ready with n permits once they are free, or
-// with ErrSemaphoreClosed: the form for tasks. It panics if n is negative or above MaxPermits. Acquiring 0
-// permits is ready at once (unless the semaphore is closed).
+// with ErrSemaphoreClosed: the form for tasks. It panics if n is negative or above
+// MaxPermits. Acquiring 0 permits never waits for permits, not even behind queued
+// acquires (like Tokio's acquire_many(0)): it is ready with an empty Permit, or with
+// ErrSemaphoreClosed if the semaphore is closed.
 func (s *Semaphore) AcquireAsync(n int64) *AcquireFuture {
 	if s == nil {
 		nilSemaphore("AcquireAsync")
@@ -261,9 +284,13 @@ func (s *Semaphore) AcquireAsync(n int64) *AcquireFuture {
 }
 
 // Acquire acquires n permits from a plain goroutine, parking it until they are free; it
-// fails with ErrSemaphoreClosed. Called from a task's code when it would have to wait, it
-// panics (it would block a worker); use AcquireAsync there.
+// fails with ErrSemaphoreClosed. Acquiring 0 permits returns at once. Called from a
+// task's code when it would have to wait, it panics (it would block a worker); use
+// AcquireAsync there.
 func (s *Semaphore) Acquire(n int64) (Permit, error) {
+	if s == nil {
+		nilSemaphore("Acquire")
+	}
 	if p, err := s.TryAcquire(n); err != ErrNoPermits {
 		return p, err
 	}
@@ -274,6 +301,9 @@ func (s *Semaphore) Acquire(n int64) (Permit, error) {
 // AcquireContext is Acquire that gives up when ctx is done, returning ctx.Err()
 // (the permits collected so far go back to the semaphore).
 func (s *Semaphore) AcquireContext(ctx context.Context, n int64) (Permit, error) {
+	if s == nil {
+		nilSemaphore("AcquireContext")
+	}
 	if p, err := s.TryAcquire(n); err != ErrNoPermits {
 		return p, err
 	}
@@ -311,6 +341,8 @@ func (f *AcquireFuture) Poll(cx *blitzio.Context) (blitzio.Result[Permit], bool)
 		if !cx.ConsumeBudget() {
 			return blitzio.Result[Permit]{}, false
 		}
+		// TryAcquire settles every acquire of 0 permits (ready, or closed): only an
+		// acquire that needs permits goes on to queue.
 		p, err := s.TryAcquire(f.w.want)
 		if err != ErrNoPermits {
 			return f.finish(p, err)
@@ -386,12 +418,12 @@ func (f *AcquireFuture) Drop() {
 	}
 	back := f.w.got
 	f.w.got, f.w.notified = 0, false
-	if back > 0 || s.waiters.empty() {
-		// addLocked clears semWaiters when the queue is empty, even for 0 permits. It
-		// cannot overflow: the pool is empty while waiters are queued, and back is at
-		// most MaxPermits.
-		s.addLocked(back, &wl)
-	}
+	// Always through addLocked, even with nothing to give back: it serves whatever head
+	// the queue now has as far as back (and the empty pool) allow, wakes it if that
+	// completes it, and clears semWaiters when the queue is now empty, so that
+	// TryAcquire stops failing. It cannot overflow: the pool is empty while waiters are
+	// queued, and back is at most MaxPermits.
+	s.addLocked(back, &wl)
 	s.mu.Unlock()
 	wl.wake(nil)
 }
