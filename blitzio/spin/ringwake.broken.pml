@@ -1,4 +1,4 @@
-/* The broken twin of ringwake.pml: a slot claimed by a sender and not yet published reads as empty (the ring before the fix). */
+/* The broken twin of ringwake.pml: no chain (BROKEN_SLOT), the ring as it was before the fix. */
 #define BROKEN_SLOT
 /*
  * Promela model of the receive side of a bounded channel in package tsync: the ring
@@ -11,26 +11,24 @@
  *                 not zero, under the set's lock unlink the oldest waiter and mark it
  *                 notified, and wake it outside the lock.
  *   Receiver 1-N  each wants one value. A poll: note whether its node was notified
- *                 (woken), pop; on empty, register (queue at the back unless queued; a
- *                 new registration clears notified) and pop again; still empty: pending
- *                 until its waker runs, then poll again. On a value, took(): if it was
- *                 notified before the pop, that notification was used (leave the set
- *                 quietly); if not, leave it and pass on a notification that came after
- *                 the pop (it announced another value) to the next waiter.
- *                 pop finds the head slot published (take it: the CAS of head), free
- *                 (empty), or claimed by a sender that has not published: the ring waits
- *                 for that sender (the guard blocks until its publish), as crossbeam's
- *                 ArrayQueue snoozes.
+ *                 (woken), pop; on nothing (empty, or the head slot claimed by a sender
+ *                 that has not published it: the ring does not wait), register (queue at
+ *                 the back unless queued; a new registration clears notified) and pop
+ *                 again; still nothing: pending until its waker runs, then poll again.
+ *                 On a value: took() (leave the set; pass on a notification that came
+ *                 after the take, when it was not notified before it), then the chain:
+ *                 if receivers wait and the next slot holds a published value, wake one.
  *
- * Broken twins: ringwake.broken.pml reports a claimed slot as empty (a receiver woken for
- * the next slot goes back to sleep, its wake spent); ringwake_quiet.broken.pml treats
- * every notification as used after a take (one that reached a receiver still queued
- * while it helped itself is lost).
+ * The chain is what makes the unwaited-for claimed slot safe: a sender that published
+ * slot k+1 while nobody waited woke nobody, and receivers registering since look at slot
+ * k, claimed and unpublished, and wait; k's sender wakes one of them, who takes k and,
+ * through the chain, wakes the next for k+1. ringwake.broken.pml lacks the chain: a
+ * receiver is left asleep with k+1's value in the buffer, which spin finds.
  *
  * Checked: once nothing can move, every receiver has its value (the assert of Check);
  * a receiver left asleep with a value in the buffer fails it. Two senders and two
- * receivers (NS=2) are enough for both lost wake-ups and check in well under a second;
- * NS=3 runs for many minutes here.
+ * receivers (NS=2) suffice for the lost wake-up and check in seconds; NS=3 runs for
+ * many minutes here.
  */
 #ifndef NS
 #define NS 2
@@ -112,15 +110,13 @@ proctype Sender() {
 	notifyOne()
 }
 
-/* tryPop sets r to 1 (took a value) or 0 (empty). */
+/* tryPop sets r to 1 (took a value), 0 (empty) or 2 (busy: the head slot is claimed
+ * by a sender that has not published it). */
 inline tryPop(r) {
 	do
 	:: atomic { slot[head] == PUBLISHED -> slot[head] = TAKEN; head++; r = 1 }; break
-	:: atomic { slot[head] == FREE -> r = 0 }; break   /* tail == head: empty */
-#ifdef BROKEN_SLOT
-	:: atomic { slot[head] == CLAIMED -> r = 0 }; break /* reported empty */
-#endif
-	/* a CLAIMED head slot enables neither branch: the receiver waits for the sender */
+	:: atomic { slot[head] == FREE -> r = 0 }; break    /* tail == head: empty */
+	:: atomic { slot[head] == CLAIMED -> r = 2 }; break
 	od
 }
 
@@ -128,14 +124,21 @@ proctype Receiver(byte i) {
 	byte r = 0;
 	byte k = 0;
 	byte w = 0;
-	bool registered = false;
+	bool nreg = false;   /* the node has a registration (waitNode.registered) */
+	bool regd;           /* registered in this poll (Poll's loop variable) */
 	bool woke = false;
 poll:
-	woke = registered && notified[i];
+	regd = false;
+again:
+	woke = nreg && notified[i];
 	tryPop(r);
 	if
 	:: r == 1 -> goto took
 	:: else -> skip
+	fi;
+	if
+	:: regd -> goto pending  /* empty, or busy (claimed, not published): wait */
+	:: else -> skip          /* register, then look again (the waitSet protocol) */
 	fi;
 	acquire();
 	if
@@ -143,19 +146,16 @@ poll:
 	:: else -> skip
 	fi;
 	release();
-	registered = true;
-	woke = false;   /* a new registration: not notified */
-	tryPop(r);
-	if
-	:: r == 1 -> goto took
-	:: else -> skip
-	fi;
-	/* pending: parked until its waker runs */
+	nreg = true;
+	regd = true;
+	goto again;
+pending:
+	/* parked until its waker runs */
 	woken[i] -> woken[i] = false;
 	goto poll;
 took:
 	if
-	:: registered ->
+	:: nreg ->
 		acquire();
 		if
 		:: queued[i] -> remove(i)
@@ -179,6 +179,20 @@ took:
 		notified[i] = false
 	:: else -> skip
 	fi;
+#ifndef BROKEN_SLOT
+	/* the chain: a value is ready behind the one taken and receivers wait: wake one
+	 * (its sender may have published while nobody waited, and the slot in flight
+	 * ahead of it hid it from the receivers that registered since) */
+	if
+	:: qlen > 0 && slot[head] == PUBLISHED ->
+		acquire(); popFront(w); release();
+		if
+		:: w != 0 -> woken[w] = true
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi;
+#endif
 	got++
 }
 

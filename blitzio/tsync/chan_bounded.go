@@ -51,6 +51,7 @@ func (c *bounded[T]) trySend(v T, cx *blitzio.Context) pushResult {
 	res := c.r.push(v)
 	if res == pushOK {
 		c.recvQ.notifyOne(cx) // one atomic load when no receiver waits
+		c.chainSend(cx)
 	}
 	return res
 }
@@ -60,8 +61,26 @@ func (c *bounded[T]) tryRecv(cx *blitzio.Context) (T, popResult) {
 	v, res := c.r.pop()
 	if res == popOK {
 		c.sendQ.notifyOne(cx)
+		c.chainRecv(cx)
 	}
 	return v, res
+}
+
+// chainRecv, after a value was taken, wakes one more waiting receiver if another value
+// is ready: one that a slot claimed ahead of it hid from receivers that registered while
+// its sender woke nobody (see ring). One atomic load when no receiver waits.
+func (c *bounded[T]) chainRecv(cx *blitzio.Context) {
+	if c.recvQ.waiting() && c.r.readyNow() {
+		c.recvQ.notifyOne(cx)
+	}
+}
+
+// chainSend is chainRecv for senders: after a slot was filled, it wakes one more
+// waiting sender if the next slot is free.
+func (c *bounded[T]) chainSend(cx *blitzio.Context) {
+	if c.sendQ.waiting() && c.r.roomNow() {
+		c.sendQ.notifyOne(cx)
+	}
 }
 
 // ---- Sender ----
@@ -211,6 +230,7 @@ func (f *SendFuture[T]) Poll(cx *blitzio.Context) (error, bool) {
 		case pushOK:
 			c.recvQ.notifyOne(cx)
 			f.node.took(&c.sendQ, cx, woke)
+			c.chainSend(cx)
 			return f.finish(nil)
 		case pushClosed:
 			f.node.quiet(&c.sendQ)
@@ -387,8 +407,11 @@ func (r *Receiver[T]) tryRecvSrc() (T, error, bool) {
 	return zero, nil, false
 }
 
-func (r *Receiver[T]) recvWaiters() *waitSet         { return &r.c.recvQ }
-func (r *Receiver[T]) afterRecv(cx *blitzio.Context) { r.c.sendQ.notifyOne(cx) }
+func (r *Receiver[T]) recvWaiters() *waitSet { return &r.c.recvQ }
+func (r *Receiver[T]) afterRecv(cx *blitzio.Context) {
+	r.c.sendQ.notifyOne(cx)
+	r.c.chainRecv(cx)
+}
 
 // RecvFuture is the future of Receiver.RecvAsync: it implements
 // blitzio.Future[blitzio.Result[T]] and blitzio.Dropper, and waits without allocating.
@@ -422,6 +445,7 @@ func (f *RecvFuture[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
 		case popOK:
 			c.sendQ.notifyOne(cx)
 			f.node.took(&c.recvQ, cx, woke)
+			c.chainRecv(cx)
 			return blitzio.Result[T]{Value: v}, true
 		case popClosed:
 			f.node.quiet(&c.recvQ)

@@ -19,8 +19,8 @@ import (
 //     wake spent.
 //  5. A publishes slot 0 and wakes one receiver: R2, which takes A's value.
 //
-// B's value was then in the buffer, and R1 slept with no wake coming. Now the ring waits
-// for A at step 4, so R1 takes A's value and A's wake reaches R2, which takes B's.
+// B's value was then in the buffer, and R1 slept with no wake coming. Now R2, having
+// taken A's value, sees B's ready behind it while R1 waits, and wakes R1 (the chain).
 func TestHostile2RingClaimedSlotStrandsReceiver(t *testing.T) {
 	defer watchdog(t, 10*time.Second)()
 	tx, rx := NewChannel[int](4)
@@ -48,28 +48,29 @@ func TestHostile2RingClaimedSlotStrandsReceiver(t *testing.T) {
 	if w1.n.Load() != 1 {
 		t.Fatalf("B's send woke R1 %d times, want 1", w1.n.Load())
 	}
-	// R1 runs while slot 0 is claimed and not published: the ring waits for A rather
-	// than report empty (which would spend R1's wake and strand B's value). A finishes
-	// its push on another goroutine: the second half of ring.push, then trySend's wake.
-	go func() {
-		time.Sleep(time.Millisecond) // let R1 find the slot in flight first (either order is correct)
-		slot.val = 1
-		slot.stamp.Store(tail + 1)
-		c.recvQ.notifyOne(nil)
-	}()
-	r, ok := r1.Poll(w1.cx())
-	if !ok || r.Value != 1 {
-		t.Fatalf("R1 = %v, %v; want A's value 1 once A published it", r, ok)
+	// R1 runs while slot 0 is claimed and not published: it reads empty and waits
+	// again (queued behind R2), its wake spent.
+	if r, ok := r1.Poll(w1.cx()); ok {
+		t.Fatalf("R1 got %v while the head slot is unpublished", r)
 	}
-	// A's wake went to R2 (R1 is no longer queued), which takes B's value.
-	deadline := time.Now().Add(5 * time.Second)
-	for w2.n.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	woken := w1.n.Load()
+	// A finishes its push: the second half of ring.push, then trySend's wake, which
+	// goes to R2, now the oldest waiter.
+	slot.val = 1
+	slot.stamp.Store(tail + 1)
+	c.recvQ.notifyOne(nil)
+	if w2.n.Load() != 1 {
+		t.Fatalf("A's send woke R2 %d times, want 1", w2.n.Load())
 	}
-	if w2.n.Load() == 0 {
-		t.Fatalf("lost wake-up: %d value(s) in the buffer and R2 never woken", rx.Len())
+	if r, ok := r2.Poll(w2.cx()); !ok || r.Value != 1 {
+		t.Fatalf("R2 = %v, %v; want A's value 1", r, ok)
 	}
-	if r, ok := r2.Poll(w2.cx()); !ok || r.Value != 2 {
-		t.Fatalf("R2 = %v, %v; want B's value 2", r, ok)
+	// R2 took slot 0 and saw B's value ready behind it with R1 waiting: it woke R1
+	// (the chain), which takes it.
+	if w1.n.Load() == woken {
+		t.Fatalf("lost wake-up: %d value(s) in the buffer, R1 queued and never woken again", rx.Len())
+	}
+	if r, ok := r1.Poll(w1.cx()); !ok || r.Value != 2 {
+		t.Fatalf("R1 = %v, %v; want B's value 2", r, ok)
 	}
 }
