@@ -102,57 +102,99 @@ type exitResult struct {
 // on Linux for that wait); Wait's future is woken when it exits, so tasks wait without
 // holding a worker or a blocking-pool goroutine.
 func (c *Cmd) Spawn() (*Child, error) {
+	child, ends, err := c.start()
+	if err != nil {
+		return nil, err
+	}
+	if ends[0] != nil {
+		child.Stdin = NewFile(ends[0])
+	}
+	if ends[1] != nil {
+		child.Stdout = NewFile(ends[1])
+	}
+	if ends[2] != nil {
+		child.Stderr = NewFile(ends[2])
+	}
+	return child, nil
+}
+
+// start starts the process and its reaper. It returns the parent's ends of the pipes
+// asked for with Piped (stdin, stdout, stderr; nil for the others) as plain *os.Files:
+// Spawn wraps them in Files, Status closes them.
+func (c *Cmd) start() (*Child, [3]*os.File, error) {
+	var ends [3]*os.File
 	cmd := exec.Command(c.name, c.args...)
 	if c.envSet {
 		cmd.Env = c.env
 	}
 	cmd.Dir = c.dir
-	child := &Child{cmd: cmd}
-	var parentEnds, childEnds []*os.File
+	var childEnds []*os.File
 	closeAll := func(fs []*os.File) {
 		for _, f := range fs {
-			f.Close()
+			if f != nil {
+				f.Close()
+			}
 		}
 	}
-	setup := func(s Stdio, std *os.File, input bool) (*os.File, *File, error) {
+	// setup returns the child's end of stream i (0 stdin, 1 stdout, 2 stderr), or nil
+	// for Null, and records the parent's end of a pipe in ends[i].
+	setup := func(i int, s Stdio, std *os.File) (*os.File, error) {
 		switch s {
 		case Null:
-			return nil, nil, nil // exec connects a nil stream to the null device
+			return nil, nil
 		case Piped:
 			r, w, err := os.Pipe()
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
-			if input {
-				parentEnds, childEnds = append(parentEnds, w), append(childEnds, r)
-				return r, NewFile(w), nil
+			if i == 0 {
+				ends[i], childEnds = w, append(childEnds, r)
+				return r, nil
 			}
-			parentEnds, childEnds = append(parentEnds, r), append(childEnds, w)
-			return w, NewFile(r), nil
+			ends[i], childEnds = r, append(childEnds, w)
+			return w, nil
 		}
-		return std, nil, nil
+		return std, nil
 	}
+	var files [3]*os.File
 	var err error
-	if cmd.Stdin, child.Stdin, err = setup(c.stdin, os.Stdin, true); err == nil {
-		if cmd.Stdout, child.Stdout, err = setup(c.stdout, os.Stdout, false); err == nil {
-			cmd.Stderr, child.Stderr, err = setup(c.stderr, os.Stderr, false)
+	std := [3]*os.File{os.Stdin, os.Stdout, os.Stderr}
+	for i, s := range [3]Stdio{c.stdin, c.stdout, c.stderr} {
+		if files[i], err = setup(i, s, std[i]); err != nil {
+			break
 		}
 	}
 	if err == nil {
+		// Only a non-nil file goes into the exec.Cmd field: a nil *os.File stored in the
+		// io.Reader or io.Writer field would make a non-nil interface, which exec passes
+		// on as descriptor -1, so the child would start with that descriptor closed (and
+		// its next open would take the number 0, 1 or 2). A nil field is what makes exec
+		// open the null device for the stream, as Null promises.
+		if files[0] != nil {
+			cmd.Stdin = files[0]
+		}
+		if files[1] != nil {
+			cmd.Stdout = files[1]
+		}
+		if files[2] != nil {
+			cmd.Stderr = files[2]
+		}
 		err = cmd.Start()
 	}
 	// The child has its own copies of its ends (or failed to start): ours must close, or
 	// the parent would never read EOF from the child's stdout.
 	closeAll(childEnds)
 	if err != nil {
-		closeAll(parentEnds)
-		return nil, err
+		closeAll(ends[:])
+		return nil, [3]*os.File{}, err
 	}
+	child := &Child{cmd: cmd}
 	fire, done := NewCompletion[exitResult]()
 	child.done = done
 	go func() {
-		// cmd.Wait copies nothing (every stream is an *os.File), so it returns as soon as
-		// the process has exited and been reaped.
+		// cmd.Wait copies nothing (every stream is an *os.File, or exec's own null
+		// device, which it closes), so it returns as soon as the process has exited and
+		// been reaped.
 		err := cmd.Wait()
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -164,16 +206,19 @@ func (c *Cmd) Spawn() (*Child, error) {
 		child.mu.Unlock()
 		fire.Complete(r)
 	}()
-	return child, nil
+	return child, ends, nil
 }
 
 // ID returns the process id.
 func (ch *Child) ID() int { return ch.cmd.Process.Pid }
 
 // Wait returns a future of the child's exit status. Several futures may wait for the
-// same child. Close the child's Stdin first if it reads it to the end.
+// same child, and dropping one (a Timeout that expires, the losing arm of a select)
+// does not affect the others. Close the child's Stdin first if it reads it to the end.
 func (ch *Child) Wait() Future[Result[*os.ProcessState]] {
-	return Map(Future[exitResult](ch.done), func(r exitResult) Result[*os.ProcessState] {
+	// Each Wait gets a waiter with its own registration on the exit completion, so its
+	// Drop (through Map's) removes its own waker and never another Wait's.
+	return Map(Future[exitResult](ch.done.waiter()), func(r exitResult) Result[*os.ProcessState] {
 		return Result[*os.ProcessState]{Value: r.state, Err: r.err}
 	})
 }
@@ -224,11 +269,23 @@ func (c *Cmd) Output() Future[Result[Output]] {
 }
 
 // Status returns a future that runs the command (streams as configured) and returns its
-// exit status.
+// exit status. The command is started at once, as with Spawn.
+//
+// Like Tokio's Command::status, the parent's ends of the streams configured Piped are
+// closed right after the spawn: nobody could reach them, since Status returns only the
+// exit status, and a child that waits on them would otherwise never finish. So a child
+// reading a piped stdin reads end of file at once, and one writing to a piped stdout or
+// stderr gets EPIPE (or is killed by SIGPIPE). Use Null for a stream the child should
+// be able to write to freely, or Output to collect what it writes.
 func (c *Cmd) Status() Future[Result[*os.ProcessState]] {
-	child, err := c.Spawn()
+	child, ends, err := c.start()
 	if err != nil {
 		return Ready(Result[*os.ProcessState]{Err: err})
+	}
+	for _, f := range ends {
+		if f != nil {
+			f.Close()
+		}
 	}
 	return child.Wait()
 }
