@@ -81,7 +81,15 @@ func (f *File) Flush() Future[Result[struct{}]] {
 
 // afterIdle is a future that waits until f has no stream operation in flight, then runs
 // call on the blocking pool and returns its result. readAhead is the count of bytes read
-// ahead and not delivered when call starts (Seek adjusts by it).
+// ahead and not delivered when call starts (SeekTo and SetLen adjust by it).
+//
+// Bytes read ahead (by a stream read that was dropped, or that found more than its
+// caller took) put the kernel's file position past the reader's. A call that neither
+// uses nor moves the position, nor changes the bytes (Stat, Sync, SetPermissions) keeps
+// them, to be served to the next read as if the call had not been made: keepReadAhead.
+// The other calls discard them, and move the position back over them when the file
+// should keep it (SeekTo counts from the reader's position, SetLen seeks back over them)
+// or have no use for it (Close). Tokio's File does the same.
 type afterIdle[T any] struct {
 	b *blockingIO
 	// gate, if set, must report true (after the stream operations are idle) before
@@ -95,6 +103,11 @@ type afterIdle[T any] struct {
 	start  bool
 	done   bool
 	direct bool // see callerBlocks: call runs on the polling goroutine
+	// keepReadAhead keeps the bytes read ahead for the next read (see above).
+	keepReadAhead bool
+	// close makes this Close's future: it waits for a write in flight but not for a
+	// read (idleForClose), and closes the file even when it reports a write's error.
+	close  bool
 	result Result[T]
 }
 
@@ -107,7 +120,15 @@ func (a *afterIdle[T]) Poll(cx *Context) (Result[T], bool) {
 	if !a.start {
 		b := a.b
 		b.mu.Lock()
-		readAhead, ok := b.idle(cx)
+		var (
+			readAhead int
+			ok        bool
+		)
+		if a.close {
+			ok = b.idleForClose(cx)
+		} else {
+			readAhead, ok = b.idle(cx)
+		}
 		if ok && a.gate != nil {
 			ok = a.gate(cx)
 		}
@@ -117,13 +138,35 @@ func (a *afterIdle[T]) Poll(cx *Context) (Result[T], bool) {
 		}
 		werr := b.werr
 		b.werr = nil
-		b.rbuf, b.rerr = nil, nil
-		b.mu.Unlock()
-		if werr != nil {
+		if werr != nil && !a.close {
+			// The write's error is this call's outcome; the bytes read ahead stay (no
+			// call moved the position).
+			b.mu.Unlock()
 			a.done, a.result = true, Result[T]{Err: werr}
 			return a.result, true
 		}
+		switch {
+		case a.close:
+			// The bytes read ahead go with the file; the error owed to a reader whose
+			// read Close took away (see idleForClose) stays for it.
+			b.rbuf = nil
+			if !isClosedRead(b.rerr) {
+				b.rerr = nil
+			}
+		case !a.keepReadAhead:
+			b.rbuf, b.rerr = nil, nil
+		}
+		b.mu.Unlock()
 		call := a.call
+		if werr != nil {
+			// Close still closes the file (the descriptor must not leak), and reports the
+			// write's error, the first one.
+			closeFile := call
+			call = func(readAhead int) (T, error) {
+				v, _ := closeFile(readAhead)
+				return v, werr
+			}
+		}
 		if a.direct || a.inline != nil && a.inline() {
 			v, err := call(readAhead)
 			a.done, a.result = true, Result[T]{Value: v, Err: err}
@@ -150,7 +193,8 @@ func (a *afterIdle[T]) Poll(cx *Context) (Result[T], bool) {
 
 // SeekTo returns a future that sets the offset for the next read or write, like
 // os.File.Seek, after the operations in flight. Bytes read ahead are accounted for: a
-// relative seek is from the position the reader has reached.
+// relative seek is from the position the reader has reached (they are discarded, the
+// next read reads the file at the new offset).
 func (f *File) SeekTo(offset int64, whence int) Future[Result[int64]] {
 	file := f.b.f
 	return &afterIdle[int64]{b: f.b, call: func(readAhead int) (int64, error) {
@@ -165,26 +209,42 @@ func (f *File) SeekTo(offset int64, whence int) Future[Result[int64]] {
 // (fsync), after the writes in flight.
 func (f *File) Sync() Future[Result[struct{}]] {
 	file := f.b.f
-	return &afterIdle[struct{}]{b: f.b, call: func(int) (struct{}, error) { return struct{}{}, file.Sync() }}
+	return &afterIdle[struct{}]{b: f.b, keepReadAhead: true,
+		call: func(int) (struct{}, error) { return struct{}{}, file.Sync() }}
 }
 
 // SetLen returns a future that truncates or extends the file to size bytes, after the
-// writes in flight.
+// writes in flight. Like os.File.Truncate, it does not move the offset: the next read
+// reads the file as it is after the change, from where the reader had reached.
 func (f *File) SetLen(size int64) Future[Result[struct{}]] {
 	file := f.b.f
-	return &afterIdle[struct{}]{b: f.b, call: func(int) (struct{}, error) { return struct{}{}, file.Truncate(size) }}
+	return &afterIdle[struct{}]{b: f.b, call: func(readAhead int) (struct{}, error) {
+		// Bytes read ahead are discarded rather than kept: those past a smaller size
+		// would no longer be in the file, and an end of file seen before a larger
+		// size no longer holds. So the position goes back over them first, where the
+		// reader is, and the next read reads the file as it is after the change (as
+		// os.File's reads would, never having read ahead). Tokio's set_len does the same.
+		if readAhead > 0 {
+			if _, err := file.Seek(-int64(readAhead), io.SeekCurrent); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, file.Truncate(size)
+	}}
 }
 
 // Stat returns a future of the file's metadata, after the writes in flight.
 func (f *File) Stat() Future[Result[fs.FileInfo]] {
 	file := f.b.f
-	return &afterIdle[fs.FileInfo]{b: f.b, call: func(int) (fs.FileInfo, error) { return file.Stat() }}
+	return &afterIdle[fs.FileInfo]{b: f.b, keepReadAhead: true,
+		call: func(int) (fs.FileInfo, error) { return file.Stat() }}
 }
 
 // SetPermissions returns a future that changes the file's mode, like os.File.Chmod.
 func (f *File) SetPermissions(mode fs.FileMode) Future[Result[struct{}]] {
 	file := f.b.f
-	return &afterIdle[struct{}]{b: f.b, call: func(int) (struct{}, error) { return struct{}{}, file.Chmod(mode) }}
+	return &afterIdle[struct{}]{b: f.b, keepReadAhead: true,
+		call: func(int) (struct{}, error) { return struct{}{}, file.Chmod(mode) }}
 }
 
 // Close returns a future that waits for the writes in flight, closes the file, and
@@ -192,6 +252,11 @@ func (f *File) SetPermissions(mode fs.FileMode) Future[Result[struct{}]] {
 // and WriteAt operations already on the io_uring finish first (the kernel must not see
 // the descriptor number reused under them); ones started after Close began fail with
 // an *fs.PathError wrapping fs.ErrClosed.
+//
+// Close does not wait for a stream read in flight, which may be waiting for data that
+// never comes (a pipe whose writer stays open): as os.File.Close does to a blocked
+// Read, it makes that read end, with an *fs.PathError wrapping fs.ErrClosed (or with
+// the bytes, if the read got them first), and wakes the task waiting on it.
 //
 // On Linux, a file that OpenFile opened on the worker for reading only (a regular file
 // of a local file system, see OpenFile) is closed on the worker too, unless it has been
@@ -201,7 +266,7 @@ func (f *File) SetPermissions(mode fs.FileMode) Future[Result[struct{}]] {
 // writeback of that data, without waiting for it.
 func (f *File) Close() Future[Result[struct{}]] {
 	file := f.b.f
-	a := &afterIdle[struct{}]{b: f.b, gate: f.b.refs.closeGate,
+	a := &afterIdle[struct{}]{b: f.b, gate: f.b.refs.closeGate, close: true,
 		call: func(int) (struct{}, error) { return struct{}{}, file.Close() }}
 	if f.b.closeInline {
 		a.inline = f.b.closeCannotBlock

@@ -2,6 +2,7 @@ package blitzio
 
 import (
 	"io"
+	"io/fs"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -349,6 +350,48 @@ func (b *blockingIO) idle(cx *Context) (readAhead int, ok bool) {
 	}
 	b.syncPos() // an error shows in the caller's own use of the position
 	return len(b.rbuf), true
+}
+
+// idleForClose is idle for Close, which waits for a write in flight (its outcome is
+// Close's to report) but not for a read: as with os.File, whose Close makes a Read
+// blocked on the file return, a read may wait for data that never comes (a pipe whose
+// writer stays open), and Close must not wait with it. It reports whether the file may
+// be closed now; if not, cx's task is woken when the write ends. Called with b.mu held.
+//
+// A read on the blocking pool is left in flight: it is os.File.Read, which Close makes
+// return (an *fs.PathError wrapping fs.ErrClosed for a read waiting on a pipe or
+// terminal in Go's poller), and the reader settles that outcome as any read's. A read
+// on the io_uring is detached instead: cancelled, forgotten by the File, and its
+// waiters woken, to find the read failed as one of a closed file (closeReads). Its
+// record keeps the buffer the kernel writes into, and its place in the count of
+// operations in flight that Close's gate waits on, until its completion arrives: the
+// descriptor is closed only once the kernel has let go of it.
+func (b *blockingIO) idleForClose(cx *Context) bool {
+	op := b.op
+	if op == nil || op.write {
+		return b.settle(cx)
+	}
+	if op.ring != nil {
+		b.op = nil
+		b.closeReads()
+		op.ring.detach()
+		op.ring = nil
+	}
+	return true
+}
+
+// closeReads discards the bytes read ahead and makes the next stream read fail with
+// os's error for a read of a closed file (later ones fail on the closed file itself).
+// Called by Close, with b.mu held, when it takes a read away.
+func (b *blockingIO) closeReads() {
+	b.rbuf = nil
+	b.rerr = &fs.PathError{Op: "read", Path: b.f.Name(), Err: os.ErrClosed}
+}
+
+// isClosedRead reports whether err is the error closeReads leaves for the next read.
+func isClosedRead(err error) bool {
+	pe, ok := err.(*fs.PathError)
+	return ok && pe.Op == "read" && pe.Err == os.ErrClosed
 }
 
 // noWait is what readNoWait keeps per file: whether it may try non-blocking reads (set

@@ -66,16 +66,24 @@ type ringOp struct {
 	write bool
 	// full asks for the whole buffer: a short transfer is continued (ReadAt, WriteAt
 	// and stream writes); a stream read reports the first count, as read(2) does.
-	full  bool
-	fd    int
-	off   int64 // offset of the next transfer; -1: the file position
-	buf   []byte
-	mem   []byte // the record's own buffer, reused by reads
-	n     int    // bytes transferred so far
-	err   error  // a syscall.Errno from the kernel, or why the ring could not go on
-	waker Waker
-	refs  *fileRefs
-	drv   *ioDriver
+	full bool
+	fd   int
+	off  int64 // offset of the next transfer; -1: the file position
+	buf  []byte
+	mem  []byte // the record's own buffer, reused by reads
+	n    int    // bytes transferred so far
+	err  error  // a syscall.Errno from the kernel, or why the ring could not go on
+	// waker and others are the tasks to wake on completion. One operation may be
+	// awaited by several tasks: a File's stream operation in flight is settled by
+	// whichever of its users polls first (a writer's Flush, another task's Stat or
+	// Close), so every distinct waiter is kept, as a JoinHandle keeps its awaiters;
+	// keeping only the last one would leave the others asleep for good. The first
+	// waiter, the common (and ReadAt's only) case, needs no allocation; others keeps
+	// its capacity when the record is reused, its entries cleared.
+	waker  Waker
+	others []Waker
+	refs   *fileRefs
+	drv    *ioDriver
 }
 
 func (op *ringOp) token() uint64 { return uint64(op.gen)<<32 | uint64(op.idx) }
@@ -186,8 +194,8 @@ func (rf *ringFiles) put(op *ringOp) {
 	rf.mu.Unlock()
 }
 
-// poll reports the operation's outcome once it completed; otherwise it keeps cx's waker
-// and reports false.
+// poll reports the operation's outcome once it completed; otherwise it adds cx's waker
+// to the operation's waiters (unless it is there already) and reports false.
 func (op *ringOp) poll(cx *Context) (n int, err error, done bool) {
 	op.mu.Lock()
 	if op.state == ringDone {
@@ -195,11 +203,46 @@ func (op *ringOp) poll(cx *Context) (n int, err error, done bool) {
 		op.mu.Unlock()
 		return n, err, true
 	}
-	if w := cx.Waker(); !op.waker.WillWake(w) {
-		op.waker = w
-	}
+	op.addWaiterLocked(cx.Waker())
 	op.mu.Unlock()
 	return 0, nil, false
+}
+
+// addWaiterLocked adds w to the tasks to wake on completion, unless one of them is w's
+// task already. Called with op.mu held.
+func (op *ringOp) addWaiterLocked(w Waker) {
+	if op.waker.IsZero() || op.waker.WillWake(w) {
+		op.waker = w
+		return
+	}
+	for i := range op.others {
+		if op.others[i].WillWake(w) {
+			op.others[i] = w
+			return
+		}
+	}
+	op.others = append(op.others, w)
+}
+
+// takeWakersLocked appends the operation's waiters to buf and forgets them. Called with
+// op.mu held.
+func (op *ringOp) takeWakersLocked(buf []Waker) []Waker {
+	if !op.waker.IsZero() {
+		buf = append(buf, op.waker)
+		op.waker = Waker{}
+	}
+	if len(op.others) > 0 {
+		buf = append(buf, op.others...)
+		op.clearOthersLocked()
+	}
+	return buf
+}
+
+// clearOthersLocked forgets the waiters beyond the first, keeping the slice's capacity
+// (a record is reused) but not the tasks it pointed at. Called with op.mu held.
+func (op *ringOp) clearOthersLocked() {
+	clear(op.others)
+	op.others = op.others[:0]
 }
 
 // bytes returns the bytes a completed read brought in (valid until release).
@@ -210,32 +253,52 @@ func (op *ringOp) release() {
 	op.mu.Lock()
 	op.state = ringIdle
 	op.buf, op.err, op.waker, op.refs, op.drv = nil, nil, Waker{}, nil, nil
+	op.clearOthersLocked()
 	op.mu.Unlock()
 	op.rf.put(op)
 }
 
 // drop abandons the operation: a completed one is released; a pending one is marked
 // dropped and cancelled, and its record (with the memory the kernel may be writing) is
-// freed by completeOp when the last completion arrives.
-func (op *ringOp) drop() {
+// freed by completeOp when the last completion arrives. The waiters are forgotten, not
+// woken: drop is for the operation's only user, a future being dropped.
+func (op *ringOp) drop() { op.abandon(nil) }
+
+// detach is drop for an operation other tasks may be waiting on (a File's stream read
+// that Close takes away): its waiters are woken, to find out that it is gone.
+func (op *ringOp) detach() {
+	var one [1]Waker
+	wakeAll(op.abandon(one[:0]))
+}
+
+// abandon is drop, appending the waiters to wake to buf if it is not nil (they are
+// woken by the caller, once op.mu is released).
+func (op *ringOp) abandon(buf []Waker) []Waker {
 	op.mu.Lock()
 	switch op.state {
 	case ringDone:
+		// Completed: the waiters were woken then.
 		op.mu.Unlock()
 		op.release()
-		return
+		return buf
 	case ringPending:
 		op.state = ringDropped
-		op.waker = Waker{}
+		if buf != nil {
+			buf = op.takeWakersLocked(buf)
+		} else {
+			op.waker = Waker{}
+			op.clearOthersLocked()
+		}
 		tok, d := op.token(), op.drv
 		op.mu.Unlock()
 		// An error means the ring is closed: its Close cancels everything itself.
 		if op.rf.fc.Cancel(tok) == nil {
 			op.rf.kick(d)
 		}
-		return
+		return buf
 	}
 	op.mu.Unlock()
+	return buf
 }
 
 // completeOp handles a completion event of the ring: a file operation's result. It
@@ -307,14 +370,10 @@ func (d *ioDriver) completeOp(ev poller.Event, buf []Waker) []Waker {
 		op.err = io.ErrShortWrite // the kernel took nothing and reported no error
 	}
 	op.state = ringDone
-	w := op.waker
-	op.waker = Waker{}
+	buf = op.takeWakersLocked(buf)
 	refs := op.refs
 	op.mu.Unlock()
 	d.live.Add(-1)
-	if !w.IsZero() {
-		buf = append(buf, w)
-	}
 	if w := refs.decref(); !w.IsZero() {
 		buf = append(buf, w)
 	}
@@ -339,13 +398,12 @@ func (rf *ringFiles) abandonAll() {
 			if op.state == ringPending {
 				op.state = ringDone
 				op.err = errDriverClosed
-				if !op.waker.IsZero() {
-					wakers = append(wakers, op.waker)
-				}
+				wakers = op.takeWakersLocked(wakers)
 			} else {
 				op.state = ringIdle
 			}
 			op.waker = Waker{}
+			op.clearOthersLocked()
 			op.refs = nil
 			op.mu.Unlock()
 			if w := refs.decref(); !w.IsZero() {

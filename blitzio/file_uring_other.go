@@ -25,6 +25,7 @@ func (*ringOp) poll(*Context) (int, error, bool) { return 0, errDriverClosed, tr
 func (*ringOp) bytes() []byte                    { return nil }
 func (*ringOp) release()                         {}
 func (*ringOp) drop()                            {}
+func (*ringOp) detach()                          {}
 
 func (d *ioDriver) completeOp(_ poller.Event, buf []Waker) []Waker { return buf }
 
