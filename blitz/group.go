@@ -37,7 +37,12 @@ import (
 //     as a *PanicError wrapping ErrGoexit, and the other functions still run.
 //
 // While a Group has functions pending it counts as work in flight on its pool: Close
-// waits for them. Go panics with ErrClosed when the pool is closed.
+// waits for them. Go obeys the pool's rule for new work, as Pool.Go does (see
+// Pool.Close): once Close has begun, Go panics with ErrClosed unless it is called from
+// the pool's own work (such as a function of the Group running on a worker; a goroutine
+// whose Wait runs queued functions is not the pool's), even if the Group has functions
+// pending; once Close has finished waiting, it always does. A function refused this way
+// never runs; one that Go accepted always runs, and Close waits for it.
 //
 // A Group must not be copied after first use. Its functions may call Go on it, but not
 // Wait: Wait waits for every pending function, the caller included, so it would wait for
@@ -103,7 +108,7 @@ func (g *Group) SetLimit(n int) {
 // takes it and, with a limit, once fewer than the limit are running. The first non-nil
 // error any function returns is what Wait returns (and it cancels GroupContext's
 // context). f may call Go on the same Group. Go panics if f is nil, and with ErrClosed if
-// the pool is closed.
+// the pool refuses new work from the caller (see Pool.Close): then f never runs.
 func (g *Group) Go(f func() error) {
 	if f == nil {
 		parNil("Group.Go", "f")
@@ -129,33 +134,55 @@ func (g *Group) TryGo(f func() error) bool {
 }
 
 // goLocked queues f and starts a runner job for it if a slot may be free. g.mu is held
-// on entry and released before it returns (before Pool.Go, which may wake workers).
+// on entry and released before it returns (before the runner job is injected, which may
+// wake workers).
+//
+// Go is admitted by the pool's rule for new work (Pool.enter): once Close has begun, only
+// the pool's own work may add work, so that Close cannot be kept waiting forever by an
+// outside goroutine that calls Go in a loop. The check is made here, under g.mu and
+// before f is queued, for every call, even when the Group already has functions pending
+// (they hold the pool open, but f would be new work): a refused f is never queued, so it
+// never runs, with or without a limit. Once admitted, f is run: the entry taken here
+// becomes the Group's (the first pending function), the runner job's, or is given back
+// when neither needs it; the runner job of an admitted f takes its entry with
+// enterMore, which cannot be refused (the Group's entry keeps Close from draining).
 func (g *Group) goLocked(f func() error) {
-	if g.pending == 0 {
-		// The first pending function enters the pool as work in flight, and the last
-		// one to finish exits (finish). Close waits for it, so the runner jobs started
-		// below while functions are pending are never refused: a function queued here
-		// is always run by somebody.
-		p := g.pool
+	p := g.entered
+	if p == nil {
+		p = g.pool
 		if p == nil {
 			p = Default()
 		}
-		if err := p.enter(); err != nil {
-			g.mu.Unlock()
-			panic(err)
-		}
+	}
+	if err := p.enter(); err != nil {
+		g.mu.Unlock()
+		panic(err)
+	}
+	held := true // the entry just taken, until it is handed on
+	if g.pending == 0 {
+		// The first pending function's entry is the Group's, as work in flight, and the
+		// last one to finish exits it (finish): Close waits for the pending functions.
 		g.entered = p
+		held = false
 	}
 	g.queue = append(g.queue, f)
 	g.pending++
 	spawn := g.limit == 0 || g.running+g.starting < g.limit
 	if spawn {
 		g.starting++
+		if held {
+			held = false // the runner job's entry
+		} else {
+			p.enterMore()
+		}
 	}
-	p := g.entered
 	g.mu.Unlock()
 	if spawn {
-		p.Go(g.runnerJob)
+		p.goEntered(g.runnerJob)
+	} else if held {
+		// f waits for a running runner; the Group's entry covers it. This cannot be the
+		// last entry: the Group's is held.
+		p.exit()
 	}
 }
 
@@ -188,13 +215,18 @@ func (g *Group) runQueue() {
 		g.mu.Lock()
 		g.running--
 		spawn := g.head < len(g.queue) && (g.limit == 0 || g.running+g.starting < g.limit)
+		p := g.entered // still entered: the queued functions are pending
 		if spawn {
 			g.starting++
+			// The queued functions were admitted and Close waits for them, so their
+			// runner must not be refused: this goroutine may be one that Close refuses
+			// (a Wait's caller runs functions too), and a refused runner would leave
+			// them queued, and Close waiting, forever.
+			p.enterMore()
 		}
-		p := g.entered // still entered: the queued functions are pending
 		g.mu.Unlock()
 		if spawn {
-			p.Go(g.runnerJob)
+			p.goEntered(g.runnerJob)
 		}
 	}()
 	for {

@@ -52,6 +52,11 @@ func firstPanic(ps ...*PanicError) *PanicError {
 // for b (running it here if nobody took it, as Future.Join does). Both always run to completion. If either
 // panics, Join re-raises the panic as a *PanicError after both finished; a's panic wins
 // if both panic. Join panics with a message naming the argument if t, a or b is nil.
+//
+// If a (or b, when it runs on the calling goroutine) calls runtime.Goexit, Join does not
+// return, but it is still left only after b: a b that another worker started is waited
+// for before the deferred calls of Join's callers run, and a b that nobody started is
+// dropped and never runs (the goroutine that was to run it is ending).
 func Join(t *Task, a, b func(t *Task)) {
 	if t == nil {
 		nilTask("Join")
@@ -60,8 +65,17 @@ func Join(t *Task, a, b func(t *Task)) {
 		panic("blitz: Join: nil function")
 	}
 	t.checkLive("Join")
+	d0 := t.depth
 	fb := closureJob.Fork(t, runClosure, b)
-	pa := t.protectCall(a)
+	// runtime.Goexit cannot be recovered: if a calls it, Join never reaches joinCatch,
+	// and fb would stay on the frame stack until the next enclosing boundary unwinds it,
+	// after the deferred calls of everything in between had run while a thief may still
+	// be running b. So a runs under protectCallTo(a, d0), whose Goexit path unwinds fb
+	// too: Join is not left while b runs, and the frame is never reused under a thief.
+	// That is the only window: in joinCatch, fb is off the frame stack before b runs
+	// here (under its own protectCall) or is waited for (waitStolen guards a Goexit of
+	// the work run meanwhile). It costs nothing on the hot path, unlike a defer here.
+	pa := t.protectCallTo(a, d0)
 	pb, pj := joinCatch(t, fb)
 	if p := firstPanic(pa, pb, pj); p != nil {
 		panic(p)
@@ -90,7 +104,9 @@ func Join2[A, B any](t *Task, a func(t *Task) A, b func(t *Task) B) (A, B) {
 // splits the list in halves recursively, so a thief takes half of the remaining work at
 // a time. All functions run even if some panic; the panic of the lowest index is
 // re-raised as a *PanicError after all finished. JoinN panics before running anything
-// if t or one of the functions is nil.
+// if t or one of the functions is nil. If a function calls runtime.Goexit, JoinN is left
+// as Join is: only after the functions that other workers started have finished (those
+// that nobody started never run).
 func JoinN(t *Task, fns ...func(t *Task)) {
 	if t == nil {
 		nilTask("JoinN")
@@ -101,7 +117,25 @@ func JoinN(t *Task, fns ...func(t *Task)) {
 		}
 	}
 	t.checkLive("JoinN")
-	if p := runAll(t, fns); p != nil {
+	// A runtime.Goexit guard, for the same reason as Join's protectCallTo (Goexit cannot
+	// be recovered, so runAll never joins its forks): if a function run on the calling
+	// goroutine calls Goexit, the forks that runAll's recursion left on the frame stack
+	// are taken back (never run) or, when a thief runs them, waited for, before the
+	// deferred calls of JoinN's callers run. One guard covers the whole recursion, a
+	// single defer per JoinN: runAll itself defers nothing, so nothing runs between the
+	// Goexit and this guard but the guards of the functions themselves (protectCall). A
+	// runAll that a thief stole needs no guard: the boundary that runs the stolen job
+	// (protect) unwinds its forks the same way, and no user code lies between the two.
+	d0 := t.depth
+	finished := false
+	defer func() {
+		if !finished {
+			t.unwindTo(d0)
+		}
+	}()
+	p := runAll(t, fns)
+	finished = true
+	if p != nil {
 		panic(p)
 	}
 }
@@ -140,7 +174,16 @@ func TryJoin(t *Task, fns ...func(t *Task) error) error {
 	}
 	t.checkLive("TryJoin")
 	errs := make([]error, len(fns))
-	if p := runTry(t, tryArgs{fns, errs}); p != nil {
+	d0 := t.depth
+	finished := false
+	defer func() { // the runtime.Goexit guard of JoinN
+		if !finished {
+			t.unwindTo(d0)
+		}
+	}()
+	p := runTry(t, tryArgs{fns, errs})
+	finished = true
+	if p != nil {
 		panic(p)
 	}
 	for _, err := range errs {
@@ -185,8 +228,9 @@ func (t *Task) protectErr(f func(*Task) error, err *error) (pe *PanicError) {
 // Every fn receives a context derived from ctx that is cancelled as soon as one fn
 // returns an error (or ctx is cancelled). A fn that has not started by then is skipped:
 // it never runs. TryJoinContext waits for the functions that did start, then returns the
-// first error to occur (in time; the one that cancelled the others), or ctx's error if
-// ctx was cancelled and no fn failed, or nil.
+// first error to occur (in time; the one that cancelled the others), or ctx's error (its
+// cause, see context.Cause, as TryForContext returns) if ctx was cancelled and no fn
+// failed, or nil.
 func TryJoinContext(ctx context.Context, t *Task, fns ...func(ctx context.Context, t *Task) error) error {
 	if ctx == nil {
 		panic("blitz: TryJoinContext: nil context.Context")
@@ -221,5 +265,8 @@ func TryJoinContext(ctx context.Context, t *Task, fns ...func(ctx context.Contex
 	if e := first.Load(); e != nil {
 		return *e
 	}
-	return ctx.Err()
+	// The cause rather than ctx.Err(), as TryForContext: for a ctx made with
+	// context.WithCancelCause (or WithTimeoutCause...) it is the error its canceller
+	// gave; otherwise the two are the same.
+	return context.Cause(ctx)
 }

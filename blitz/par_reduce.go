@@ -244,8 +244,12 @@ func TryForContext(ctx context.Context, n int, body func(ctx context.Context, lo
 	if body == nil {
 		parNil("TryForContext", "body")
 	}
-	if err := ctx.Err(); err != nil || n <= 0 {
-		return err
+	if ctx.Err() != nil || n <= 0 {
+		// The cause, not ctx.Err(), as when ctx ends during the call: a ctx made with
+		// context.WithCancelCause (or WithDeadlineCause...) reports the same error
+		// whether it ended before the call or while the leaves ran. For an unended ctx
+		// (n <= 0) it is nil.
+		return context.Cause(ctx)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

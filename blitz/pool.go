@@ -299,6 +299,16 @@ func (p *Pool) enterSlow() error {
 	}
 }
 
+// enterMore registers one more operation for a caller that already holds one (an
+// entry enter granted and not yet exited). While that entry is held, the count cannot
+// reach closedBit, so Close has not drained and must wait for the new operation too:
+// unlike enter it can neither fail nor walk the stack. It serves work the pool has
+// already accepted (a Group's queued functions) and that must be able to get a job to
+// run on, whoever asks for it.
+func (p *Pool) enterMore() {
+	p.ops.Add(1)
+}
+
 func (p *Pool) exit() {
 	if p.ops.Add(-1) == closedBit {
 		p.drain()
@@ -794,7 +804,9 @@ func (p *Pool) inject(j *job) {
 // shows f's stack). If f calls runtime.Goexit, the job ends silently and the worker's
 // goroutine is replaced.
 //
-// Go panics with ErrClosed once a Close has finished waiting for the pool's work.
+// Go panics with ErrClosed when the pool refuses new work (see Close): from the moment
+// Close begins if the caller is not running the pool's work, and once Close has finished
+// waiting for that work in any case. A refused f never runs.
 func (p *Pool) Go(f func(t *Task)) {
 	if p == nil {
 		panic(nilPool("Go"))
@@ -805,6 +817,12 @@ func (p *Pool) Go(f func(t *Task)) {
 	if err := p.enter(); err != nil {
 		panic(err)
 	}
+	p.goEntered(f)
+}
+
+// goEntered starts f as Go does, for a caller that has already registered it with enter
+// or enterMore: the job's completion exits that registration.
+func (p *Pool) goEntered(f func(t *Task)) {
 	h := newHeapJob(f, func(pe *PanicError) {
 		// Only ever called at the bottom of a goroutine (an idle worker's loop or a
 		// detached goroutine, see Task.runOther): no recover above can catch the

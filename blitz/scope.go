@@ -46,8 +46,9 @@ func Scope(t *Task, body func(s *Spawner)) {
 
 // ScopeContext is Scope with cancellation: once ctx is cancelled, spawned tasks that
 // have not started yet are skipped (they never run), and ScopeContext returns ctx's
-// error after the tasks already running have finished. It returns nil if ctx was not
-// cancelled before the scope ended. Panics are re-raised as in Scope.
+// error (its cause, see context.Cause, as TryForContext returns) after the tasks already
+// running have finished. It returns nil if ctx was not cancelled before the scope ended.
+// Panics are re-raised as in Scope.
 func ScopeContext(ctx context.Context, t *Task, body func(s *Spawner)) error {
 	if ctx == nil {
 		panic("blitz: ScopeContext: nil context.Context")
@@ -63,7 +64,9 @@ func ScopeContext(ctx context.Context, t *Task, body func(s *Spawner)) error {
 	if p := s.run(t, body); p != nil {
 		panic(p)
 	}
-	return ctx.Err()
+	// The cause rather than ctx.Err(), as TryForContext (they differ only for a ctx
+	// made with context.WithCancelCause or the like).
+	return context.Cause(ctx)
 }
 
 func (s *Spawner) run(t *Task, body func(*Spawner)) *PanicError {

@@ -308,7 +308,17 @@ func goexitError() *PanicError {
 
 // protectCall runs f(t) like protect runs a job. On runtime.Goexit it unwinds the frames
 // f left and lets the goroutine exit.
-func (t *Task) protectCall(f func(*Task)) (pe *PanicError) {
+func (t *Task) protectCall(f func(*Task)) *PanicError { return t.protectCallTo(f, t.depth) }
+
+// protectCallTo is protectCall for a caller with forks of its own still unjoined (Join's
+// fork of b): if f calls runtime.Goexit, it also unwinds the caller's frames down to
+// depth goexitTo, taking back the forks nobody started and waiting for those a thief
+// runs, before the deferred calls of f's callers run. Goexit cannot be recovered, so the
+// caller never gets to join them itself, and the next enclosing boundary that would
+// unwind them (protect, a Call) is reached only after the deferred calls of everything
+// in between have run, while a thief may still be running a fork they wait for. A panic
+// unwinds only f's frames: it is recovered and returned, and the caller joins its forks.
+func (t *Task) protectCallTo(f func(*Task), goexitTo int) (pe *PanicError) {
 	d0 := t.depth
 	finished := false
 	defer func() {
@@ -316,10 +326,12 @@ func (t *Task) protectCall(f func(*Task)) (pe *PanicError) {
 			return
 		}
 		r := recover()
-		t.unwindTo(d0)
 		if r != nil {
+			t.unwindTo(d0)
 			pe = wrapPanic(r)
+			return
 		}
+		t.unwindTo(goexitTo) // runtime.Goexit
 	}()
 	f(t)
 	if t.depth != d0 {
