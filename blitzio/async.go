@@ -64,6 +64,14 @@ func Await[T any](co *Co, f Future[T]) T {
 	if isNilFuture(f) {
 		panic("blitzio: Await called with a nil future")
 	}
+	// One defer for the whole Await, not one per poll: set while f.Poll runs, so that a
+	// poll that panics or exits the goroutine drops f on the way out (see dropQuietly).
+	polling := false
+	defer func() {
+		if polling {
+			dropQuietly(f)
+		}
+	}()
 	for {
 		if !co.active.Load() {
 			panic("blitzio: Await called outside its running Async function (after it returned, " +
@@ -74,7 +82,10 @@ func Await[T any](co *Co, f Future[T]) T {
 			Drop(f)
 			panic(errAsyncCancelled)
 		}
-		if v, ok := pollOrDrop(f, co.cx); ok {
+		polling = true
+		v, ok := f.Poll(co.cx)
+		polling = false
+		if ok {
 			return v
 		}
 		if !co.yield(struct{}{}) {
@@ -296,22 +307,11 @@ func runCoroutine(co *Co, body func()) {
 	returned = true
 }
 
-// pollOrDrop polls f once, and drops it if the poll does not return (a panic or
-// runtime.Goexit goes on after the drop). A panic of the Drop itself is not allowed to
-// replace the first one, which says what went wrong.
-func pollOrDrop[T any](f Future[T], cx *Context) (v T, ok bool) {
-	returned := false
-	defer func() {
-		if !returned {
-			func() {
-				defer func() { recover() }()
-				Drop(f)
-			}()
-		}
-	}()
-	v, ok = f.Poll(cx)
-	returned = true
-	return v, ok
+// dropQuietly drops f, which a panic (or runtime.Goexit) is unwinding past. A panic of
+// the Drop itself is not allowed to replace the first one, which says what went wrong.
+func dropQuietly(f any) {
+	defer func() { recover() }()
+	Drop(f)
 }
 
 // Drop unwinds a suspended function (see Await) so that its deferred calls run. A panic
