@@ -177,14 +177,16 @@ func (s *scheduledIO) addWaiter(d direction, w Waker) {
 }
 
 // removeWaiter forgets w in direction d: the Drop of a waiting future, so that an
-// abandoned operation leaves nothing behind.
-func (s *scheduledIO) removeWaiter(d direction, w Waker) {
+// abandoned operation leaves nothing behind. It reports whether w was there.
+func (s *scheduledIO) removeWaiter(d direction, w Waker) (removed bool) {
 	if w.IsZero() {
-		return
+		return false
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	first, more := s.slots(d, false)
 	if first.WillWake(w) {
+		removed = true
 		*first = Waker{}
 		if more != nil && len(*more) > 0 { // move one up, so an empty first means none
 			last := len(*more) - 1
@@ -195,6 +197,7 @@ func (s *scheduledIO) removeWaiter(d direction, w Waker) {
 	} else if more != nil {
 		for i, o := range *more {
 			if o.WillWake(w) {
+				removed = true
 				last := len(*more) - 1
 				(*more)[i] = (*more)[last]
 				(*more)[last] = Waker{}
@@ -203,7 +206,7 @@ func (s *scheduledIO) removeWaiter(d direction, w Waker) {
 			}
 		}
 	}
-	s.mu.Unlock()
+	return removed
 }
 
 // waiters reports how many wakers direction d holds (tests use it to see an operation

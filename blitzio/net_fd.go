@@ -252,15 +252,22 @@ func (fd *netFD) pollIOShort(cx *Context, d direction, w *Waker, op ioOp, want i
 	}
 }
 
-// forget removes the waker a pending operation left (its future's Drop).
+// forget removes the waker a pending operation left (its future's Drop), and wakes it.
+// Entries are kept per waker, not per operation: two futures of one task waiting on this
+// socket in the same direction (a read and a Readable in a Join, one of them under a
+// Timeout) share one entry, and removing it for the one dropped would leave the other
+// registered nowhere, asleep while its bytes arrive. The wake-up makes the task poll
+// again, so a sibling still waiting registers anew; for the usual lone waiter it is one
+// spurious poll of a task that is dropping a future anyway.
 func (fd *netFD) forget(d direction, w *Waker) {
 	if w.IsZero() {
 		return
 	}
-	if s := fd.sio.Load(); s != nil {
-		s.removeWaiter(d, *w)
-	}
+	wk := *w
 	*w = Waker{}
+	if s := fd.sio.Load(); s != nil && s.removeWaiter(d, wk) {
+		wk.Wake()
+	}
 }
 
 // opError builds the error Go's net package would: a *net.OpError around an
