@@ -401,12 +401,16 @@ func (c *conn) pollRead(cx *blitzio.Context) bool {
 			c.phase = phaseClose // and leave the read state to the body's reader
 			return true
 		}
+		if c.closeAfter || c.mustClose.Load() || srv.inShutdown.Load() {
+			// The connection ends here, even with bytes of a next request buffered: as
+			// net/http, nothing after a response that closes (Connection: close, a body
+			// left unread or malformed, a shutdown) is read as a request; serving it
+			// would let a client smuggle one past a front proxy in what it sent as body.
+			c.phase = phaseClose
+			return true
+		}
 		if c.r0 == c.r1 {
 			// Idle: nothing buffered. The buffer goes back to the pool while we wait.
-			if c.closeAfter || c.mustClose.Load() || srv.inShutdown.Load() {
-				c.phase = phaseClose
-				return true
-			}
 			buf := c.rbuf
 			if buf == nil {
 				buf = readBufs.Get().(*[]byte)

@@ -262,7 +262,9 @@ func parseHead(head string, p *parsedRequest, vals []string) *parseError {
 		}
 	}
 	if ex, ok := h["Expect"]; ok && len(ex) > 0 && ex[0] != "" {
-		if !strings.EqualFold(ex[0], "100-continue") {
+		// As net/http: 100-continue as a token of the first Expect line ("100-continue,
+		// x-foo" included) is honoured; any other expectation gets 417.
+		if !hasToken(ex[0], "100-continue") {
 			return errExpectationFail
 		}
 		p.expectContinue = true
@@ -480,6 +482,24 @@ var hostTable = func() (t [128]bool) {
 
 // headerHasToken reports whether a comma-separated header value list holds token,
 // case-insensitively (httpguts.HeaderValuesContainsToken).
+// hasToken reports whether token (ASCII) is one of the words of v separated by
+// spaces, tabs or commas, ignoring case: net/http's test for Expect and Connection.
+func hasToken(v, token string) bool {
+	for v != "" {
+		i := strings.IndexAny(v, " ,\t")
+		word := v
+		if i >= 0 {
+			word, v = v[:i], v[i+1:]
+		} else {
+			v = ""
+		}
+		if len(word) == len(token) && strings.EqualFold(word, token) {
+			return true
+		}
+	}
+	return false
+}
+
 func headerHasToken(vals []string, token string) bool {
 	for _, v := range vals {
 		for v != "" {

@@ -255,20 +255,13 @@ func (w *response) sendHead(final bool) {
 		closeAfter = true
 	}
 
-	hasTE := false
-	if te, ok := h["Transfer-Encoding"]; ok {
-		hasTE = true
-		if len(te) == 1 && te[0] == "chunked" && bodyOK && !w.isHead {
-			w.chunked = true
-		} else {
-			closeAfter = true // a framing we do not do: the end of the body is the close
-		}
-	}
 	writeCL := false
+	hasCL := false
 	if cl, ok := h["Content-Length"]; ok {
 		if len(cl) == 1 {
 			if v, err := strconv.ParseUint(strings.TrimSpace(cl[0]), 10, 63); err == nil {
 				w.contentLength = int64(v)
+				hasCL = true
 			} else {
 				c.srv.logf("http: invalid Content-Length of %q", cl[0])
 				delete(h, "Content-Length")
@@ -277,7 +270,43 @@ func (w *response) sendHead(final bool) {
 			delete(h, "Content-Length")
 		}
 	}
-	if w.contentLength == -1 && !hasTE {
+	// A Transfer-Encoding the handler set is handled as net/http does: a response
+	// without a body drops it (and stays reusable); a Content-Length wins over any but
+	// identity (the Content-Length goes, as it must never be sent with chunked);
+	// identity, the Server-Sent Events setup, means no framing: the header goes and the
+	// close ends the body; chunked is done here; another coding is sent as set, and the
+	// close ends the body.
+	hasTE := false
+	identity := false
+	if te, ok := h["Transfer-Encoding"]; ok {
+		hasTE = true
+		first := ""
+		if len(te) > 0 {
+			first = te[0]
+		}
+		if hasCL && first != "identity" {
+			c.srv.logf("http: WriteHeader called with both Transfer-Encoding of %q and a Content-Length of %d", first, w.contentLength)
+			delete(h, "Content-Length")
+			w.contentLength, hasCL = -1, false
+		}
+		switch {
+		case w.isHead || !bodyOK:
+			delete(h, "Transfer-Encoding")
+			hasTE = false
+		case hasCL:
+			delete(h, "Transfer-Encoding")
+			hasTE = false
+		case first == "identity" || pr.major == 1 && pr.minor == 0:
+			// No chunking (HTTP/1.0 cannot): the close ends the body.
+			delete(h, "Transfer-Encoding")
+			hasTE, identity, closeAfter = false, true, true
+		case len(te) == 1 && first == "chunked":
+			w.chunked = true
+		default:
+			closeAfter = true // a coding we do not apply: the close ends the body
+		}
+	}
+	if w.contentLength == -1 && !hasTE && !identity {
 		switch {
 		case !bodyOK:
 		case final && (!w.isHead || w.written > 0):
