@@ -113,8 +113,28 @@ func serverChecks(req *http.Request, head []byte) *parseError {
 			}
 		}
 	}
-	if ex := req.Header.Get("Expect"); ex != "" && !strings.EqualFold(ex, "100-continue") {
+	if ex := req.Header.Get("Expect"); ex != "" && !netHTTPHasToken(ex, "100-continue") {
 		return errExpectationFail
 	}
 	return nil
+}
+
+// netHTTPHasToken is net/http's test of Expect for 100-continue, written out the way it
+// does it (by position, not by splitting as the server's hasToken does, so the two are
+// checked against each other): token occurs, ignoring ASCII case, between the start or
+// a space, comma or tab and the end or another of those.
+func netHTTPHasToken(v, token string) bool {
+	boundary := func(b byte) bool { return b == ' ' || b == ',' || b == '\t' }
+	for sp := 0; sp+len(token) <= len(v); sp++ {
+		if sp > 0 && !boundary(v[sp-1]) {
+			continue
+		}
+		if end := sp + len(token); end != len(v) && !boundary(v[end]) {
+			continue
+		}
+		if strings.EqualFold(v[sp:sp+len(token)], token) {
+			return true
+		}
+	}
+	return false
 }
