@@ -327,9 +327,13 @@ func (m *mapLimit[T, R, F]) Poll(cx *Context) ([]R, bool) {
 		}
 	}
 	sh := m.sh
+	// The waker of this poll, cx.Waker(): under an n-ary combinator (JoinAll, SelectN)
+	// it is the combinator's waker for this child, not the task's (cx.waker), and a wake
+	// that skipped it would never get MapLimit polled again.
+	parent := cx.Waker()
 	sh.mu.Lock()
-	if !sh.parent.WillWake(cx.waker) {
-		sh.parent = cx.waker
+	if !sh.parent.WillWake(parent) {
+		sh.parent = parent
 	}
 	// Take the woken children once per poll: a child that wakes itself when polled (a
 	// yield) is polled again on the next poll, not in a loop here.
@@ -338,15 +342,19 @@ func (m *mapLimit[T, R, F]) Poll(cx *Context) ([]R, bool) {
 		sh.queued[i] = false
 	}
 	sh.mu.Unlock()
-	saved := cx.waker
-	defer func() { cx.waker = saved }()
+	// The slots are polled with their own wakers, and without the enclosing
+	// combinator's child (cx.child): with it set, cx.Waker() inside a slot's future
+	// would give the combinator's waker, not the slot's. Both are put back after.
+	saved, savedChild, savedIdx := cx.waker, cx.child, cx.childIdx
+	defer func() { cx.waker, cx.child, cx.childIdx = saved, savedChild, savedIdx }()
+	cx.child = nil
 	for k, i := range m.batch {
 		if cx.budgetSpent() {
 			// Every leaf would refuse now: put the rest back and yield.
 			for _, j := range m.batch[k:] {
 				sh.push(j)
 			}
-			cx.waker = saved
+			cx.waker, cx.child, cx.childIdx = saved, savedChild, savedIdx
 			cx.wakeSelfYield()
 			return nil, false
 		}
@@ -366,7 +374,7 @@ func (m *mapLimit[T, R, F]) Poll(cx *Context) ([]R, bool) {
 		}
 		if cx.budgetSpent() {
 			sh.push(i)
-			cx.waker = saved
+			cx.waker, cx.child, cx.childIdx = saved, savedChild, savedIdx
 			cx.wakeSelfYield()
 			return nil, false
 		}
