@@ -247,10 +247,13 @@ func satAdd(a, b time.Duration) time.Duration {
 // Tick returns a future for the next tick (the same as polling the Ticker).
 func (t *Ticker) Tick() Future[time.Time] { return t }
 
-// Drop removes the Ticker's timer from the wheel.
+// Drop removes the Ticker's timer from the wheel, keeping its schedule: a Ticker dropped
+// by a select it lost (Select2(t.Tick(), ...) in a loop, as Tokio's select! over
+// interval.tick()) and polled again waits for its next tick, not a moment less.
 func (t *Ticker) Drop() {
 	if t.started {
 		t.sleep.Drop()
+		t.sleep.resetAt(t.next) // armed again at the next poll
 	}
 }
 
