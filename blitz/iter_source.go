@@ -22,8 +22,16 @@ func Chunks[T any](s []T, size int) Chunked[T] {
 	return Chunked[T]{s, size}
 }
 
-// Len returns the number of chunks.
-func (c Chunked[T]) Len() int { return ceilDiv(len(c.s), c.size) }
+// Len returns the number of chunks. The zero Chunked has none.
+func (c Chunked[T]) Len() int {
+	if c.size == 0 {
+		return 0 // the zero value, not made by Chunks: an empty view
+	}
+	return ceilDiv(len(c.s), c.size)
+}
+
+// leafGrain is the automatic grain in chunks: leaves of at least parMinGrain elements.
+func (c Chunked[T]) leafGrain() int { return max(1, parMinGrain/max(c.size, 1)) }
 
 // Chunk returns chunk i (capacity clipped, so appending to it cannot overwrite chunk i+1).
 // It panics if i is not in [0, Len()).
@@ -59,7 +67,7 @@ func (c Chunked[T]) ForEach(f func(i int, chunk []T), opts ...Option) {
 		parNil("Chunked.ForEach", "f")
 	}
 	n := c.Len()
-	parFor(parResolve(n, max(1, parMinGrain/c.size), opts), n, func(lo, hi int) {
+	parFor(parResolve(n, c.leafGrain(), opts), n, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			f(i, c.Chunk(i))
 		}
@@ -78,7 +86,7 @@ func ReduceChunks[T, R any](c Chunked[T], identity R, f func(i int, chunk []T) R
 		parNil("ReduceChunks", "combine")
 	}
 	n := c.Len()
-	return parMapReduce(parResolve(n, max(1, parMinGrain/c.size), opts), n, identity, func(lo, hi int) R {
+	return parMapReduce(parResolve(n, c.leafGrain(), opts), n, identity, func(lo, hi int) R {
 		acc := f(lo, c.Chunk(lo))
 		for i := lo + 1; i < hi; i++ {
 			acc = combine(acc, f(i, c.Chunk(i)))
