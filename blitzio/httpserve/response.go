@@ -365,9 +365,6 @@ func (w *response) sendHead(final bool) {
 		out = append(out, ctype...)
 		out = append(out, "\r\n"...)
 	}
-	if !bodyOK {
-		delete(h, "Transfer-Encoding")
-	}
 	out = appendHeaderMap(out, h, nil)
 	if closeAfter && !headerHasToken(h["Connection"], "close") {
 		out = append(out, "Connection: close\r\n"...)

@@ -74,18 +74,12 @@ func (l *Listener) Accept() (net.Conn, error) {
 // Close implements net.Listener: a waiting Accept returns net.ErrClosed. A second Close
 // returns an error wrapping net.ErrClosed.
 func (l *Listener) Close() error {
-	err := &net.OpError{Op: "close", Net: l.addr.Network(), Addr: l.addr, Err: net.ErrClosed}
-	var cerr error
-	closed := false
+	err := error(&net.OpError{Op: "close", Net: l.addr.Network(), Addr: l.addr, Err: net.ErrClosed})
 	l.once.Do(func() {
-		closed = true
 		close(l.closed)
-		cerr = l.close()
+		err = l.close()
 	})
-	if !closed {
-		return err // closed before, as net.TCPListener's second Close reports
-	}
-	return cerr
+	return err // from a second call: closed before, as net.TCPListener's reports
 }
 
 // Addr implements net.Listener.
