@@ -597,20 +597,31 @@ func appendHeaderMap(b []byte, h http.Header, skip map[string]bool) []byte {
 	return b
 }
 
+// dateVal is the Date header's value for one second of wall-clock time, valid until the
+// monotonic clock (dateEpoch's) reaches until.
 type dateVal struct {
-	sec int64
-	b   []byte
+	until time.Duration
+	b     []byte
 }
 
-var dateCache atomic.Pointer[dateVal]
+var (
+	dateCache atomic.Pointer[dateVal]
+	// dateEpoch is the base of the monotonic readings of dateVal.until.
+	dateEpoch = time.Now()
+)
 
-// appendDate appends the Date header's value, formatted once per second.
+// appendDate appends the Date header's value, formatted once per second. A request
+// reads only the monotonic clock (time.Since: one clock read, where time.Now makes two,
+// the wall and the monotonic clock); the wall clock is read, and the value formatted,
+// when the monotonic clock passes the start of the next wall-clock second. A step of the
+// wall clock (NTP, settimeofday) is therefore seen within a second, as net/http's own
+// per-response time.Now would see it at once.
 func appendDate(b []byte) []byte {
-	now := time.Now()
-	s := now.Unix()
 	d := dateCache.Load()
-	if d == nil || d.sec != s {
-		d = &dateVal{sec: s, b: now.UTC().AppendFormat(nil, http.TimeFormat)}
+	if d == nil || time.Since(dateEpoch) >= d.until {
+		now := time.Now()
+		next := time.Second - time.Duration(now.Nanosecond())
+		d = &dateVal{until: now.Sub(dateEpoch) + next, b: now.UTC().AppendFormat(nil, http.TimeFormat)}
 		dateCache.Store(d)
 	}
 	return append(b, d.b...)
