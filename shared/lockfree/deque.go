@@ -90,6 +90,13 @@ func (r *ring[T]) store(i int64, v *T) { r.slots[i&r.mask].Store(v) }
 // Both are checked, with the owner and two thieves over a ring of two slots, by the
 // spin model spin/deque.pml.
 //
+// Indices only grow and are never reset, so after 2^63 increments they wrap from
+// math.MaxInt64 to math.MinInt64 (Go defines signed overflow as wrapping). Only the
+// distance between two indices has a meaning, so, like Chase and Lev's pseudocode
+// (size = b - t), the code compares top and bottom through their difference (b-t <= 0,
+// never t >= b). That is exact across the wrap because the distance stays between -1
+// and the ring size, and slot i&mask is the same slot on both sides of it.
+//
 // The zero value is not usable; make deques with NewDeque.
 type Deque[T any] struct {
 	// top is where thieves take from; only ever incremented, by CAS (by thieves, and by
@@ -186,7 +193,7 @@ func (d *Deque[T]) PushGrow(item *T) {
 	}
 	if t := d.topSeen; b-t > r.mask {
 		bigger := newRing[T]((r.mask + 1) * 2)
-		for i := t; i < b; i++ {
+		for i := t; i != b; i++ { // != rather than <: the indices may wrap (type comment)
 			bigger.store(i, r.load(i))
 		}
 		// Publish the new ring before the new bottom: a thief that reads bottom = b+1
@@ -208,7 +215,7 @@ func (d *Deque[T]) PushGrow(item *T) {
 func (d *Deque[T]) Pop() *T {
 	b := d.ownBottom
 	t := d.top.Load()
-	if t >= b {
+	if b-t <= 0 { // t >= b, compared through the difference (the type comment)
 		// Empty (t == b: the deque never holds fewer than zero items). The shared bottom
 		// is b or b-1; either way thieves see no item.
 		d.topSeen = t
@@ -237,7 +244,7 @@ func (d *Deque[T]) Pop() *T {
 	t = d.top.Load()
 	d.topSeen = t
 	switch {
-	case t < b:
+	case b-t > 0: // t < b
 		// Thieves can reach at most slot t < b (they need top < bottom = b), so b is ours.
 		d.ownBottom = b
 		return r.load(b)
@@ -267,7 +274,7 @@ func (d *Deque[T]) Steal() (*T, StealResult) {
 	// moment bottom was read, because top only grows.
 	t := d.top.Load()
 	b := d.bottom.Load()
-	if t >= b {
+	if b-t <= 0 { // t >= b, wrap-safe (see the type comment)
 		return nil, Empty
 	}
 	// Load the ring after bottom: if bottom covers an item pushed after a growth, the
@@ -345,10 +352,10 @@ func (d *Deque[T]) StealHalf(dst *Deque[T]) int {
 func (d *Deque[T]) Len() int {
 	b := d.bottom.Load()
 	t := d.top.Load()
-	if b <= t {
-		return 0
+	if n := b - t; n > 0 { // compared through the difference: indices may wrap
+		return int(n)
 	}
-	return int(b - t)
+	return 0
 }
 
 // IsEmpty reports whether Len is zero.

@@ -180,7 +180,15 @@ func (l *CountLatch) Add(n int) {
 	if n <= 0 {
 		panic("lockfree: CountLatch.Add: n must be positive")
 	}
-	if l.count.Add(int64(n)) == int64(n) && l.done.Probe() {
+	// Check the release after every add, not only after one from zero: two misusing
+	// Adds on a released latch may overlap, and the second then sees the first one's
+	// count, which that one is about to undo. Each Add undoes only its own n, so a
+	// released latch returns to zero however many panic at once. (An Add that overlaps
+	// the last Decrement, between its add and its SetDone, is not caught: then the
+	// latch is released with a positive count, the misuse that sync.WaitGroup also
+	// forbids without detecting it.)
+	l.count.Add(int64(n))
+	if l.done.Probe() {
 		l.count.Add(-int64(n)) // undo, so the released latch stays at zero
 		panic("lockfree: CountLatch: Increment after the count reached zero and the latch was released")
 	}

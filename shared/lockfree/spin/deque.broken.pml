@@ -30,7 +30,7 @@ proctype Thief() {
 		t = top;                          /* t := d.top.Load() */
 		b = bottom;                       /* b := d.bottom.Load() */
 		if
-		:: t >= b -> skip                 /* if t >= b { return nil, Empty } */
+		:: t >= b -> skip                 /* if b-t <= 0 { return nil, Empty } */
 		:: t < b ->
 			it = ring[t % CAP];       /* item := r.load(t) (after r := d.buf.Load()) */
 			atomic {                  /* if !d.top.CompareAndSwap(t, t+1) { Retry } */
@@ -77,7 +77,7 @@ active proctype Owner() {
 		b = ownBottom;                            /* b := d.ownBottom */
 		t = top;                                  /* t := d.top.Load() */
 		if
-		:: t >= b -> topSeen = t; gotNone = true    /* if t >= b { d.topSeen = t; return nil } */
+		:: t >= b -> topSeen = t; gotNone = true    /* if b-t <= 0 { d.topSeen = t; return nil } */
 		:: t + 1 == b ->                          /* if t == b-1 { */
 			it = ring[t % CAP];               /* item := r.load(t) */
 			topSeen = b;                      /* d.topSeen = b */
@@ -98,7 +98,7 @@ active proctype Owner() {
 #endif
 			topSeen = t;                      /* d.topSeen = t */
 			if
-			:: t < b ->                       /* case t < b: */
+			:: t < b ->                       /* case b-t > 0: */
 				ownBottom = b;            /* d.ownBottom = b */
 				it = ring[b % CAP];       /* return r.load(b) */
 				take(it)
