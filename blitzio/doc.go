@@ -135,15 +135,17 @@
 //
 // Command starts child processes (Tokio's tokio::process): arguments, environment,
 // directory, and stdin, stdout and stderr inherited, null or piped as Files; a Child has
-// a Wait future, TryWait, Kill and Signal, and Output and Status collect a run. A child
-// is reaped when it exits even if nobody waits for it.
+// a Wait future, TryWait, Kill and Signal, and Output and Status collect a run (lazily,
+// as Tokio's async fns do: the command starts at the future's first poll). A child is
+// reaped when it exits even if nobody waits for it.
 //
 // ListenSignals delivers signals to tasks by portable SignalKind (SIGUSR1 is 10 on Linux
 // and 30 on macOS; the kinds name the right one), to every listener of a signal, and
 // CtrlC is the future of an interrupt. NewShutdown coordinates a graceful stop in the
 // style of http.Server.Shutdown: a signal or code triggers it, new work is refused,
 // work in flight holds WorkGuards that Wait lets finish within a deadline, then Wait
-// runs the hooks (a server's Shutdown, Runtime.Shutdown).
+// runs the hooks (a server's Shutdown, Runtime.Shutdown), once however many goroutines
+// call it.
 //
 // # The scheduler (worker.go, queue.go, inject.go, idle.go)
 //

@@ -2,9 +2,11 @@ package blitzio
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 )
 
@@ -13,13 +15,12 @@ type Stdio uint8
 
 // The choices for a child's stdin, stdout and stderr.
 const (
-	// Inherit connects the stream to the parent's (the default for stdin only when set;
-	// see Command).
+	// Inherit connects the stream to the parent's: the default for all three (see Cmd).
 	Inherit Stdio = iota
 	// Null connects it to the null device.
 	Null
-	// Piped connects it to a pipe the parent reads or writes as a *File (SignalChild.Stdin,
-	// SignalChild.Stdout, SignalChild.Stderr).
+	// Piped connects it to a pipe the parent reads or writes as a *File (Child.Stdin,
+	// Child.Stdout, Child.Stderr).
 	Piped
 )
 
@@ -30,11 +31,19 @@ const (
 // By default the child inherits the environment, the working directory and the three
 // standard streams of the parent (Tokio's default as well). A Cmd may be spawned
 // several times.
+//
+// Output and Status return lazy futures, as Tokio's Command::output and Command::status
+// are async fns: the command starts at the future's first poll. Each future runs the
+// command as it was when Output or Status was called; changing the Cmd afterwards
+// affects later calls only.
 type Cmd struct {
-	name                  string
-	args                  []string
+	name string
+	args []string
+	// env holds the variables given with Env ("key=value", in order; exec keeps the
+	// last value of a key), added at the spawn to the parent's environment of that
+	// moment, or to an empty one after EnvClear.
 	env                   []string
-	envSet                bool
+	envClear              bool
 	dir                   string
 	stdin, stdout, stderr Stdio
 }
@@ -48,19 +57,18 @@ func Command(name string, args ...string) *Cmd {
 // Arg appends arguments.
 func (c *Cmd) Arg(args ...string) *Cmd { c.args = append(c.args, args...); return c }
 
-// Env sets one environment variable for the child (on top of the inherited environment,
-// unless EnvClear was called).
+// Env sets one environment variable for the child, on top of the environment it
+// inherits: the parent's as it is at the spawn (os.Setenv calls made after Env, or
+// between two spawns of the Cmd, reach the child), unless EnvClear was called. Setting
+// a key again replaces its value.
 func (c *Cmd) Env(key, value string) *Cmd {
-	if !c.envSet {
-		c.env, c.envSet = os.Environ(), true
-	}
 	c.env = append(c.env, key+"="+value)
 	return c
 }
 
-// EnvClear starts the child with an empty environment (then only the variables given
-// with Env).
-func (c *Cmd) EnvClear() *Cmd { c.env, c.envSet = []string{}, true; return c }
+// EnvClear starts the child with an empty environment: it inherits nothing, and has only
+// the variables given with Env (before or after this call).
+func (c *Cmd) EnvClear() *Cmd { c.envClear = true; return c }
 
 // Dir sets the child's working directory.
 func (c *Cmd) Dir(dir string) *Cmd { c.dir = dir; return c }
@@ -76,7 +84,8 @@ func (c *Cmd) Stderr(s Stdio) *Cmd { c.stderr = s; return c }
 
 // Child is a running (or finished) child process. Its piped streams are Files (async
 // streams); close Stdin to send the child EOF. A Child that is dropped without Wait is
-// still reaped when it exits: no zombie is left.
+// still reaped when it exits: no zombie is left. Only Spawn makes a Child: the methods
+// of the zero Child (or a nil *Child) panic with a message saying so.
 type Child struct {
 	// Stdin, Stdout and Stderr are the parent's ends of the pipes asked for with Piped,
 	// nil otherwise.
@@ -101,7 +110,10 @@ type exitResult struct {
 // The child is reaped by a goroutine that waits for it (Go's os.Process uses a pidfd
 // on Linux for that wait); Wait's future is woken when it exits, so tasks wait without
 // holding a worker or a blocking-pool goroutine.
+//
+// A Stdio value other than Inherit, Null and Piped is an error. Spawn panics if c is nil.
 func (c *Cmd) Spawn() (*Child, error) {
+	c.checkNil("Spawn")
 	child, ends, err := c.start()
 	if err != nil {
 		return nil, err
@@ -123,9 +135,20 @@ func (c *Cmd) Spawn() (*Child, error) {
 // Spawn wraps them in Files, Status closes them.
 func (c *Cmd) start() (*Child, [3]*os.File, error) {
 	var ends [3]*os.File
+	for i, s := range [3]Stdio{c.stdin, c.stdout, c.stderr} {
+		if s > Piped {
+			return nil, ends, fmt.Errorf("blitzio: Cmd: unknown Stdio value %d for %s (want Inherit, Null or Piped)",
+				s, [3]string{"stdin", "stdout", "stderr"}[i])
+		}
+	}
 	cmd := exec.Command(c.name, c.args...)
-	if c.envSet {
-		cmd.Env = c.env
+	if c.envClear || len(c.env) > 0 {
+		// Never nil: a nil Env would make exec inherit everything despite EnvClear.
+		env := make([]string, 0, len(c.env))
+		if !c.envClear {
+			env = os.Environ()
+		}
+		cmd.Env = append(env, c.env...)
 	}
 	cmd.Dir = c.dir
 	var childEnds []*os.File
@@ -210,12 +233,23 @@ func (c *Cmd) start() (*Child, [3]*os.File, error) {
 }
 
 // ID returns the process id.
-func (ch *Child) ID() int { return ch.cmd.Process.Pid }
+func (ch *Child) ID() int {
+	ch.check("ID")
+	return ch.cmd.Process.Pid
+}
+
+// check panics, naming op, if ch is not a Child that Spawn returned.
+func (ch *Child) check(op string) {
+	if ch == nil || ch.cmd == nil || ch.done == nil {
+		panic("blitzio: Child." + op + " called on a Child that Spawn did not return (a zero or nil Child)")
+	}
+}
 
 // Wait returns a future of the child's exit status. Several futures may wait for the
 // same child, and dropping one (a Timeout that expires, the losing arm of a select)
 // does not affect the others. Close the child's Stdin first if it reads it to the end.
 func (ch *Child) Wait() Future[Result[*os.ProcessState]] {
+	ch.check("Wait")
 	// Each Wait gets a waiter with its own registration on the exit completion, so its
 	// Drop (through Map's) removes its own waker and never another Wait's.
 	return Map(Future[exitResult](ch.done.waiter()), func(r exitResult) Result[*os.ProcessState] {
@@ -226,6 +260,7 @@ func (ch *Child) Wait() Future[Result[*os.ProcessState]] {
 // TryWait returns the exit status if the child has exited, or (nil, false, nil) if it
 // still runs.
 func (ch *Child) TryWait() (*os.ProcessState, bool, error) {
+	ch.check("TryWait")
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if ch.res == nil {
@@ -236,10 +271,14 @@ func (ch *Child) TryWait() (*os.ProcessState, bool, error) {
 
 // Kill sends the child SIGKILL (TerminateProcess on Windows). Killing a child that has
 // already exited returns os.ErrProcessDone.
-func (ch *Child) Kill() error { return ch.cmd.Process.Kill() }
+func (ch *Child) Kill() error {
+	ch.check("Kill")
+	return ch.cmd.Process.Kill()
+}
 
 // Signal sends the child a signal. A kind the platform lacks is an error.
 func (ch *Child) Signal(kind SignalKind) error {
+	ch.check("Signal")
 	s := kind.Signal()
 	if s == nil {
 		return errors.New("blitzio: signal " + kind.String() + " is not available on this platform")
@@ -258,39 +297,108 @@ type Output struct {
 // stdout and stderr piped, collects both to the end, and waits for the exit. Like
 // exec.Cmd.Output it is not an error for the command to exit with a non-zero status:
 // check Status.Success.
+//
+// The future is lazy, like the one of Tokio's Command::output: the command starts at its
+// first poll (a start error, such as exec.ErrNotFound, is then its result), and a future
+// dropped before it was polled starts nothing. It runs c as it is now: changing c later
+// does not change this run. Dropped after the start (a Timeout that expires, the losing
+// arm of a select, an aborted task), it kills the child, which is then reaped in the
+// background. Output panics if c is nil.
 func (c *Cmd) Output() Future[Result[Output]] {
-	cc := *c
+	c.checkNil("Output")
+	cc := c.clone()
 	cc.stdin, cc.stdout, cc.stderr = Null, Piped, Piped
-	child, err := cc.Spawn()
-	if err != nil {
-		return Ready(Result[Output]{Err: err})
-	}
-	return &outputFuture{child: child, out: collect{r: child.Stdout}, errs: collect{r: child.Stderr}, wait: child.Wait()}
+	return &outputFuture{cmd: cc}
 }
 
 // Status returns a future that runs the command (streams as configured) and returns its
-// exit status. The command is started at once, as with Spawn.
+// exit status.
+//
+// The future is lazy, like the one of Tokio's Command::status: the command starts at its
+// first poll (a start error is then its result), and a future dropped before it was
+// polled starts nothing. It runs c as it is now: changing c later does not change this
+// run. Dropped after the start, it lets the child run on (Tokio's default,
+// kill_on_drop(false)); the child is reaped when it exits, so it leaves no zombie. Spawn
+// the command instead to keep a Child to Kill.
 //
 // Like Tokio's Command::status, the parent's ends of the streams configured Piped are
 // closed right after the spawn: nobody could reach them, since Status returns only the
 // exit status, and a child that waits on them would otherwise never finish. So a child
 // reading a piped stdin reads end of file at once, and one writing to a piped stdout or
 // stderr gets EPIPE (or is killed by SIGPIPE). Use Null for a stream the child should
-// be able to write to freely, or Output to collect what it writes.
+// be able to write to freely, or Output to collect what it writes. Status panics if c is
+// nil.
 func (c *Cmd) Status() Future[Result[*os.ProcessState]] {
-	child, ends, err := c.start()
-	if err != nil {
-		return Ready(Result[*os.ProcessState]{Err: err})
-	}
-	for _, f := range ends {
-		if f != nil {
-			f.Close()
-		}
-	}
-	return child.Wait()
+	c.checkNil("Status")
+	return &statusFuture{cmd: c.clone()}
 }
 
-// collect reads a stream to its end.
+// checkNil panics, naming op, if c is nil.
+func (c *Cmd) checkNil(op string) {
+	if c == nil {
+		panic("blitzio: Cmd." + op + " called on a nil *Cmd (make one with Command)")
+	}
+}
+
+// clone returns a copy of c that shares no slice with it, so that a lazy future runs
+// the command as it was when the future was made.
+func (c *Cmd) clone() Cmd {
+	cc := *c
+	cc.args = slices.Clone(c.args)
+	cc.env = slices.Clone(c.env)
+	return cc
+}
+
+// statusFuture is the future of Status: it starts the command at its first poll, then
+// waits for the exit.
+type statusFuture struct {
+	cmd  Cmd
+	wait Future[Result[*os.ProcessState]] // nil until the start
+	done bool
+	res  Result[*os.ProcessState]
+}
+
+// Poll implements Future.
+func (f *statusFuture) Poll(cx *Context) (Result[*os.ProcessState], bool) {
+	if f.done {
+		return f.res, true
+	}
+	if f.wait == nil {
+		child, ends, err := f.cmd.start()
+		if err != nil {
+			f.done, f.res = true, Result[*os.ProcessState]{Err: err}
+			return f.res, true
+		}
+		for _, e := range ends {
+			if e != nil {
+				e.Close()
+			}
+		}
+		f.wait = child.Wait()
+	}
+	r, ok := f.wait.Poll(cx)
+	if !ok {
+		return r, false
+	}
+	f.done, f.res = true, r
+	return r, true
+}
+
+// Drop implements Dropper: before the start there is nothing to release; after it, the
+// wait's registration is removed and the child runs on (it is reaped when it exits).
+func (f *statusFuture) Drop() {
+	if !f.done {
+		f.done = true
+		if f.wait != nil {
+			Drop(f.wait)
+		}
+	}
+}
+
+// collect reads a stream to its end. Each read that brings bytes spends a unit of the
+// task's cooperative budget, as a leaf future's completion does: a child that keeps its
+// pipe full must not hold the worker (or keep a Timeout around Output from firing)
+// until it stops writing.
 type collect struct {
 	r    AsyncReader
 	buf  []byte
@@ -314,13 +422,19 @@ func (c *collect) poll(cx *Context) bool {
 			c.done, c.err = true, r.Err
 		default:
 			c.buf = c.buf[:len(c.buf)+r.Value]
+			if !cx.ConsumeBudget() {
+				return false // the task is re-scheduled
+			}
 		}
 	}
 	return true
 }
 
+// outputFuture is the future of Output: it starts the command at its first poll, then
+// collects stdout and stderr and waits for the exit.
 type outputFuture struct {
-	child     *Child
+	cmd       Cmd
+	child     *Child // nil until the start
 	out, errs collect
 	wait      Future[Result[*os.ProcessState]]
 	done      bool
@@ -331,6 +445,15 @@ type outputFuture struct {
 func (o *outputFuture) Poll(cx *Context) (Result[Output], bool) {
 	if o.done {
 		return o.res, true
+	}
+	if o.child == nil {
+		child, err := o.cmd.Spawn()
+		if err != nil {
+			o.done, o.res = true, Result[Output]{Err: err}
+			return o.res, true
+		}
+		o.child, o.wait = child, child.Wait()
+		o.out, o.errs = collect{r: child.Stdout}, collect{r: child.Stderr}
 	}
 	a, b := o.out.poll(cx), o.errs.poll(cx)
 	if !a || !b {
@@ -348,11 +471,15 @@ func (o *outputFuture) Poll(cx *Context) (Result[Output], bool) {
 	return o.res, true
 }
 
-// Drop implements Dropper: the child is killed (its output is no longer wanted) and
-// reaped in the background.
+// Drop implements Dropper: before the start there is nothing to release; after it, the
+// child is killed (its output is no longer wanted) and reaped in the background.
 func (o *outputFuture) Drop() {
 	if !o.done {
 		o.done = true
+		if o.child == nil {
+			return
+		}
+		Drop(o.wait)
 		o.child.Kill()
 		o.child.Stdout.b.f.Close()
 		o.child.Stderr.b.f.Close()

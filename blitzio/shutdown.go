@@ -14,12 +14,19 @@ var ErrShuttingDown = errors.New("blitzio: shutting down")
 // Shutdown coordinates a graceful stop, in the style of http.Server.Shutdown: something
 // triggers it (a signal with TriggerOn, or code with Trigger); from then on new work is
 // refused (Guard fails), loops that select on Done stop accepting, the Context is
-// cancelled, and Wait runs the registered shutdown hooks (Runtime.Shutdown, a server's
-// Shutdown, ...) and waits for the work in flight, each under the caller's deadline.
+// cancelled, and Wait waits for the work in flight, then runs the registered shutdown
+// hooks (a server's Shutdown, Runtime.Shutdown, ...), all under the caller's deadline.
+//
+// The hooks run once, however many times and from however many goroutines Wait is
+// called (like a sync.Once): the first Wait to get past the work in flight runs them, and
+// the others wait for that run and report its outcome.
 //
 // A Shutdown is safe for concurrent use by tasks of any runtime and plain goroutines.
+// The zero value is ready to use, like the one NewShutdown returns. A Shutdown must not
+// be copied after first use.
 type Shutdown struct {
 	mu        sync.Mutex
+	init      bool // the fields below are made (see setup)
 	triggered bool
 	guards    int64
 	hooks     []func(context.Context) error
@@ -29,29 +36,62 @@ type Shutdown struct {
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
 	listener  *SignalListener
+	run       *hookRun // the run of the hooks, from the Wait that started it on
+}
+
+// hookRun is the one run of a Shutdown's hooks: done is closed when it has finished,
+// after err is set.
+type hookRun struct {
+	done chan struct{}
+	err  error
+	// g is the id of the goroutine running the hooks: a Wait it makes (from a hook)
+	// would wait for itself.
+	g    uint64
+	errs []error
 }
 
 // NewShutdown returns a coordinator that has not been triggered.
 func NewShutdown() *Shutdown {
-	s := &Shutdown{waiters: map[*shutdownWait]Waker{}, idleCh: make(chan struct{}), trigCh: make(chan struct{})}
-	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s := &Shutdown{}
+	s.mu.Lock()
+	s.setup()
+	s.mu.Unlock()
 	return s
+}
+
+// setup makes the channels, the map and the context of a zero Shutdown. Called with
+// s.mu held.
+func (s *Shutdown) setup() {
+	if s.init {
+		return
+	}
+	s.init = true
+	s.waiters = map[*shutdownWait]Waker{}
+	s.idleCh, s.trigCh = make(chan struct{}), make(chan struct{})
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 }
 
 // TriggerOn triggers the shutdown when the process receives one of the signals (for a
 // server: SignalInterrupt and SignalTerminate). From the call on, those signals no longer end the
 // process; a second one after the trigger is still caught (as a signal arriving during
-// shutdown must not kill a process that is draining). It fails like ListenSignals.
+// shutdown must not kill a process that is draining), until Wait has run the hooks. It
+// fails like ListenSignals, when called a second time, and once Wait has started running
+// the hooks (nothing would stop catching the signals then).
 func (s *Shutdown) TriggerOn(kinds ...SignalKind) error {
 	l, err := ListenSignals(kinds...)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	if s.listener != nil {
+	s.setup()
+	if s.listener != nil || s.run != nil {
+		twice := s.listener != nil
 		s.mu.Unlock()
 		l.Close()
-		return errors.New("blitzio: Shutdown.TriggerOn called twice")
+		if twice {
+			return errors.New("blitzio: Shutdown.TriggerOn called twice")
+		}
+		return errors.New("blitzio: Shutdown.TriggerOn called after Wait ran the shutdown hooks")
 	}
 	s.listener = l
 	s.mu.Unlock()
@@ -81,6 +121,7 @@ func (s *Shutdown) TriggerOn(kinds ...SignalKind) error {
 // Trigger starts the shutdown. It is idempotent and never blocks.
 func (s *Shutdown) Trigger() {
 	s.mu.Lock()
+	s.setup()
 	if s.triggered {
 		s.mu.Unlock()
 		return
@@ -111,10 +152,15 @@ func (s *Shutdown) Triggered() bool {
 
 // Context returns a context cancelled, with cause ErrShuttingDown, when the shutdown is
 // triggered: pass it to work that should stop then.
-func (s *Shutdown) Context() context.Context { return s.ctx }
+func (s *Shutdown) Context() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setup()
+	return s.ctx
+}
 
 // WorkGuard marks a piece of work in flight (a request being served): Wait waits for
-// every guard to be released. Release it exactly once.
+// every guard to be released. Release it once; later calls do nothing.
 type WorkGuard struct {
 	s    *Shutdown
 	once sync.Once
@@ -133,8 +179,13 @@ func (s *Shutdown) Guard() (*WorkGuard, error) {
 	return &WorkGuard{s: s}, nil
 }
 
-// Release ends the guarded work. Calls after the first do nothing.
+// Release ends the guarded work. Calls after the first do nothing, and so does Release
+// of a nil *WorkGuard (what Guard returns with its error) or of a zero WorkGuard, so
+// `g, err := s.Guard()` followed by `defer g.Release()` is safe either way.
 func (g *WorkGuard) Release() {
+	if g == nil || g.s == nil {
+		return
+	}
 	g.once.Do(func() {
 		s := g.s
 		s.mu.Lock()
@@ -164,7 +215,10 @@ func (s *Shutdown) InFlight() int64 {
 // OnShutdown registers a hook that Wait runs, in registration order, once the work in
 // flight has finished (every guard released) or Wait's context has expired, with that
 // context: typically a server's Shutdown, then rt.Shutdown, which cancels whatever tasks
-// are left.
+// are left. Each hook runs once (see Wait). A hook registered before the run of the
+// hooks has finished runs in it, including one registered during the drain or by another
+// hook; one registered later never runs (as with http.Server.RegisterOnShutdown after
+// Shutdown). OnShutdown panics if hook is nil.
 func (s *Shutdown) OnShutdown(hook func(ctx context.Context) error) {
 	if hook == nil {
 		panic("blitzio: Shutdown.OnShutdown with a nil hook")
@@ -184,6 +238,7 @@ type shutdownWait struct {
 func (f *shutdownWait) Poll(cx *Context) (struct{}, bool) {
 	s := f.s
 	s.mu.Lock()
+	s.setup()
 	if s.triggered && (!f.idle || s.guards == 0) {
 		delete(s.waiters, f)
 		s.mu.Unlock()
@@ -210,32 +265,176 @@ func (s *Shutdown) Done() Future[struct{}] { return &shutdownWait{s: s} }
 // held.
 func (s *Shutdown) Idle() Future[struct{}] { return &shutdownWait{s: s, idle: true} }
 
-// Wait blocks the calling goroutine until the shutdown is triggered, then runs the
-// hooks and waits for every guard to be released, all within ctx: give it a deadline.
-// It returns nil when everything finished in time; otherwise ctx's error wrapped with
-// the number of guards still held, joined with the hooks' errors. Call it from a plain
-// goroutine (typically main), not from a task.
+// Wait blocks the calling goroutine until the shutdown is triggered, then waits for
+// every guard to be released and runs the hooks, all within ctx: give it a deadline. It
+// returns nil when everything finished in time; otherwise an error that joins ctx's
+// error (wrapped with the number of guards still held, or saying the shutdown was not
+// triggered) and the hooks' errors. If ctx ends before the trigger, Wait returns without
+// running the hooks: a later Wait runs them.
+//
+// The hooks run once, on the goroutine of the first Wait to get past the drain, with
+// that Wait's ctx. Every Wait, concurrent or later, waits for that run to finish (within
+// its own ctx: a Wait whose ctx ends first returns ctx's error) and reports the hooks'
+// errors, the same for all. A hook that panics does not stop the others: Wait reports
+// the panic as an error that errors.As finds a *PanicError in (with the value and the
+// stack). A hook that calls runtime.Goexit (t.FailNow in a test) ends the goroutine
+// that ran it, as Goexit says, but the hooks after it still run first, and the other
+// Waits report an error matching ErrGoexit. A hook that calls Wait on its own Shutdown
+// would wait for itself: that Wait panics, and the panic is reported as above.
+//
+// Wait blocks, so call it from a plain goroutine (typically main) or a SpawnBlocking
+// job, not from a task: with a live ctx, a call on a worker goroutine or inside an Async
+// function panics with "blitzio: cannot block from within a runtime", as BlockOn does.
+// With a ctx that has already ended it does not wait (the hooks it may run excepted), so
+// a task may make it. Wait panics if ctx is nil.
 func (s *Shutdown) Wait(ctx context.Context) error {
-	<-s.trigCh
-	s.mu.Lock()
-	hooks := append([]func(context.Context) error(nil), s.hooks...)
-	l := s.listener
-	s.mu.Unlock()
-	var errs []error
-	select {
-	case <-s.idleCh:
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("blitzio: shutdown: %d guarded operations still in flight: %w", s.InFlight(), ctx.Err()))
+	if ctx == nil {
+		panic("blitzio: Shutdown.Wait called with a nil context.Context")
 	}
-	for _, h := range hooks {
-		if err := h(ctx); err != nil {
-			errs = append(errs, err)
+	if ctx.Err() == nil {
+		switch onRuntimeGoroutine() {
+		case onWorker:
+			panic("blitzio: cannot block from within a runtime: Shutdown.Wait called by a task's code " +
+				"on a worker goroutine would block the worker; await Done or Idle in the task, and call " +
+				"Wait from a goroutine of your own or a SpawnBlocking job")
+		case onCoroutine:
+			panic("blitzio: cannot block from within a runtime: Shutdown.Wait called inside an Async " +
+				"function would block the goroutine polling it; await Done or Idle instead, and call " +
+				"Wait from a goroutine of your own or a SpawnBlocking job")
 		}
 	}
-	if l != nil {
-		// Keep catching the signals until here: one arriving while draining must not end
-		// the process with half the work done.
-		l.Close()
+	s.mu.Lock()
+	s.setup()
+	trigCh, idleCh := s.trigCh, s.idleCh
+	s.mu.Unlock()
+	if !ready(trigCh) {
+		select {
+		case <-trigCh:
+		case <-ctx.Done():
+			if !ready(trigCh) {
+				return fmt.Errorf("blitzio: shutdown not triggered: %w", ctx.Err())
+			}
+		}
+	}
+	var errs []error
+	if !ready(idleCh) {
+		select {
+		case <-idleCh:
+		case <-ctx.Done():
+			if n := s.InFlight(); n > 0 {
+				errs = append(errs, fmt.Errorf("blitzio: shutdown: %d guarded operations still in flight: %w", n, ctx.Err()))
+			}
+		}
+	}
+	s.mu.Lock()
+	run := s.run
+	if run == nil {
+		run = &hookRun{done: make(chan struct{}), g: goroutineID()}
+		s.run = run
+		s.mu.Unlock()
+		s.runHooks(ctx, run, 0)
+	} else {
+		s.mu.Unlock()
+		if !ready(run.done) {
+			if run.g == goroutineID() {
+				panic("blitzio: Shutdown.Wait called by its own hook would wait for itself")
+			}
+			select {
+			case <-run.done:
+			case <-ctx.Done():
+				if !ready(run.done) {
+					errs = append(errs, fmt.Errorf("blitzio: shutdown: the hooks (run by another Wait) are still running: %w", ctx.Err()))
+					return errors.Join(errs...)
+				}
+			}
+		}
+	}
+	if run.err != nil {
+		errs = append(errs, run.err)
 	}
 	return errors.Join(errs...)
+}
+
+// ready reports whether ch is closed.
+func ready(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// runHooks runs the hooks from index i on, then ends the run: it stops catching the
+// signals of TriggerOn and releases the other Waits. A hook's panic is recovered and
+// recorded. A hook that calls runtime.Goexit cannot be stopped from ending the
+// goroutine, but the deferred call records it and runs the remaining hooks first (and so
+// on, should another of them call Goexit too), so the run always ends.
+func (s *Shutdown) runHooks(ctx context.Context, run *hookRun, i int) {
+	returned := false
+	defer func() {
+		if !returned {
+			run.errs = append(run.errs, &hookFailure{index: i + 1})
+			s.runHooks(ctx, run, i+1)
+		}
+	}()
+	for ; ; i++ {
+		s.mu.Lock()
+		if i >= len(s.hooks) {
+			break // s.mu stays locked for the end of the run
+		}
+		h := s.hooks[i]
+		s.mu.Unlock()
+		if err := callHook(h, ctx, i); err != nil {
+			run.errs = append(run.errs, err)
+		}
+	}
+	l := s.listener
+	s.listener = nil
+	s.mu.Unlock()
+	returned = true
+	if l != nil {
+		// Catch the signals until here: one arriving while draining must not end the
+		// process with half the work done.
+		l.Close()
+	}
+	run.err = errors.Join(run.errs...)
+	close(run.done)
+}
+
+// callHook calls the hook at index i, turning a panic into a *hookFailure.
+func callHook(h func(context.Context) error, ctx context.Context, i int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &hookFailure{index: i + 1, panic: newPanicError(r, false)}
+		}
+	}()
+	return h(ctx)
+}
+
+// hookFailure is a hook that panicked (panic set) or called runtime.Goexit (panic nil),
+// as Wait reports it.
+type hookFailure struct {
+	index int // from 1, in registration order
+	panic *PanicError
+}
+
+// Error names the hook and its panic value and site, or its Goexit.
+func (e *hookFailure) Error() string {
+	if e.panic == nil {
+		return fmt.Sprintf("blitzio: shutdown hook %d called runtime.Goexit", e.index)
+	}
+	msg := fmt.Sprintf("blitzio: shutdown hook %d panicked: %v", e.index, e.panic.Value)
+	if at := panicSite(e.panic.pcs); at != "" {
+		msg += " [at " + at + "]"
+	}
+	return msg
+}
+
+// Unwrap returns the *PanicError, or ErrGoexit.
+func (e *hookFailure) Unwrap() error {
+	if e.panic == nil {
+		return ErrGoexit
+	}
+	return e.panic
 }
