@@ -251,9 +251,19 @@ func (b *blockingIO) settle(cx *Context) bool {
 }
 
 // PollRead implements AsyncReader.
+//
+// A read served at once (from the read-ahead buffer, or from the page cache on Linux)
+// spends the task's cooperative budget, as a socket read does: a task reading a file to
+// its end in small pieces yields to the others every so often. With the budget spent
+// it yields before taking any bytes, so that none are taken by a poll that cannot
+// report them.
 func (b *blockingIO) PollRead(cx *Context, p []byte) (Result[int], bool) {
 	if len(p) == 0 {
 		return Result[int]{}, true
+	}
+	if cx.budgetSpent() {
+		cx.wakeSelfYield()
+		return Result[int]{}, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -261,6 +271,7 @@ func (b *blockingIO) PollRead(cx *Context, p []byte) (Result[int], bool) {
 		if len(b.rbuf) > 0 {
 			n := copy(p, b.rbuf)
 			b.rbuf = b.rbuf[n:]
+			cx.ConsumeBudget()
 			return Result[int]{Value: n}, true
 		}
 		if !b.settle(cx) {
@@ -283,6 +294,7 @@ func (b *blockingIO) PollRead(cx *Context, p []byte) (Result[int], bool) {
 			if b.posOwned {
 				b.pos += int64(n)
 			}
+			cx.ConsumeBudget()
 			if n == 0 {
 				return Result[int]{Err: io.EOF}, true
 			}
