@@ -222,8 +222,9 @@ func seqBatchSize(opts []Option) (*Pool, int) {
 // batches, and re-raises in the caller (as *PanicError with the stack of the goroutine
 // that panicked) once the batches already running have returned. An f that calls
 // runtime.Goexit on a pool worker makes ForEachSeq panic with an error that says so; on
-// the caller's goroutine Goexit ends that goroutine, as it would in a plain loop. A closed
-// pool makes ForEachSeq panic with ErrClosed.
+// the caller's goroutine Goexit ends that goroutine, as it would in a plain loop, once the
+// batches running on the workers have returned (as Join is left only after its stolen
+// half). A closed pool makes ForEachSeq panic with ErrClosed.
 func ForEachSeq[T any](seq iter.Seq[T], f func(T), opts ...Option) {
 	if seq == nil {
 		parNil("ForEachSeq", "seq")
@@ -239,8 +240,10 @@ func ForEachSeq[T any](seq iter.Seq[T], f func(T), opts ...Option) {
 	})
 	finished := false
 	defer func() {
-		// seq itself panicked (on this goroutine): stop and wait for the batches so none
-		// runs f after ForEachSeq is gone, and let seq's panic continue.
+		// seq panicked or called runtime.Goexit, or so did f in a batch run on this
+		// goroutine (in send, or in close's drain at the end): stop and wait for the
+		// batches running elsewhere so none runs f after ForEachSeq is gone, and let the
+		// panic or Goexit continue.
 		if !finished {
 			br.stop()
 			br.drain()
@@ -259,8 +262,10 @@ func ForEachSeq[T any](seq iter.Seq[T], f func(T), opts ...Option) {
 	if len(batch) > 0 {
 		br.send(batch)
 	}
-	finished = true
+	// finished only once close has drained the bridge: close runs queued batches on this
+	// goroutine, and an f there that calls runtime.Goexit must still wait for the others.
 	br.close(false)
+	finished = true
 }
 
 // seqJob is one batch of MapSeq: its position in the input and its inputs; out receives
@@ -288,7 +293,9 @@ type seqResult[U any] struct {
 // dropped, the batches already running are waited for (no f runs after the loop is over),
 // and seq is stopped; a panic in f stops the work the same way and re-raises in the loop
 // (as *PanicError). An f that calls runtime.Goexit on a pool worker makes the loop panic
-// with an error that says so. A closed pool makes the loop panic with ErrClosed.
+// with an error that says so; on the goroutine of the loop it ends that goroutine, once
+// the batches running on the workers have returned. A closed pool makes the loop panic
+// with ErrClosed.
 func MapSeq[T, U any](seq iter.Seq[T], f func(T) U, opts ...Option) iter.Seq[U] {
 	if seq == nil {
 		parNil("MapSeq", "seq")
@@ -367,7 +374,8 @@ func MapSeq[T, U any](seq iter.Seq[T], f func(T) U, opts ...Option) iter.Seq[U] 
 				}
 			}
 		}
-		finished = true
+		// As in ForEachSeq, finished only once close has drained the bridge.
 		br.close(want != sent)
+		finished = true
 	}
 }

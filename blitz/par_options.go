@@ -21,8 +21,8 @@ import (
 //     Reductions combine in index order, so combine need only be associative.
 //   - One parState per call carries the stop flag, which is both the early-exit flag
 //     (ForUntil, Find*, Any, All, Try*) and the panic fuse: it is checked at every split and
-//     before every leaf (and inside the built-in leaves), and a leaf that panics sets it
-//     before unwinding, so siblings stop starting work while the pool carries the panic
+//     before every leaf (and inside the built-in leaves), and a leaf (or a reduction's
+//     combine) that panics sets it before unwinding, so siblings stop starting work while the pool carries the panic
 //     (as *PanicError with the child's stack) back to the caller.
 //   - Outputs whose positions depend on earlier elements (Filter, Partition, Flatten) use
 //     two passes over fixed chunks: count, prefix-sum, write.
@@ -175,22 +175,12 @@ func (st *parState) guard(ok *bool) {
 // parReduce is parRun for leaves that return a value. After the stop flag is set the
 // result is discarded by the caller (error or panic), so stopped branches return the zero
 // value without calling combine.
-func parReduce[R any](t *Task, st *parState, lo, hi int, leaf func(lo, hi int) R, combine func(a, b R) R) R {
-	if hi-lo > st.grain {
-		var zero R
-		if st.stop.Load() {
-			return zero
-		}
-		mid := int(uint(lo+hi) >> 1)
-		a, b := Join2(t,
-			func(t *Task) R { return parReduce(t, st, lo, mid, leaf, combine) },
-			func(t *Task) R { return parReduce(t, st, mid, hi, leaf, combine) })
-		if st.stop.Load() {
-			return zero
-		}
-		return combine(a, b)
-	}
-	var r R
+//
+// combine is user code too (Reduce's combine, MinFunc's cmp...): a panic or Goexit in it
+// blows the fuse exactly as one in a leaf does, so the sibling subtrees that Join runs or
+// waits for after the failure start no more leaves. One guard per call covers both, a
+// defer on the same terms as parState.leaf's.
+func parReduce[R any](t *Task, st *parState, lo, hi int, leaf func(lo, hi int) R, combine func(a, b R) R) (r R) {
 	if st.stop.Load() {
 		return r
 	}
@@ -200,7 +190,17 @@ func parReduce[R any](t *Task, st *parState, lo, hi int, leaf func(lo, hi int) R
 			st.stop.Store(true)
 		}
 	}()
-	r = leaf(lo, hi)
+	if hi-lo > st.grain {
+		mid := int(uint(lo+hi) >> 1)
+		a, b := Join2(t,
+			func(t *Task) R { return parReduce(t, st, lo, mid, leaf, combine) },
+			func(t *Task) R { return parReduce(t, st, mid, hi, leaf, combine) })
+		if !st.stop.Load() {
+			r = combine(a, b)
+		}
+	} else {
+		r = leaf(lo, hi)
+	}
 	ok = true
 	return r
 }

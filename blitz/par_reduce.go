@@ -13,7 +13,14 @@ import (
 // may be a map, a slice or a pointer: it is only ever the result of an empty reduction. It is Rayon's fold-then-reduce over a
 // range, with the fold written as one function per subrange.
 //
-// Panics in mapRange or combine re-raise in the caller as described on For.
+// A panic in mapRange or in combine stops the remaining leaves from starting (the same
+// panic fuse either way) and re-raises in the caller as described on For. A
+// runtime.Goexit in either blows the fuse too: on a pool worker it re-raises in the
+// caller as a *PanicError whose Value is ErrGoexit; on the caller's goroutine it ends
+// that goroutine once the leaves running elsewhere have returned. The other reductions
+// (TryReduce, MapReduce, MapReduceChunked, ReduceChunks, ZipMapReduce, ChainMapReduce,
+// RangeReduce, MinFunc...) behave the same, and none runs a user function once it has
+// returned or panicked.
 func Reduce[R any](n int, identity R, mapRange func(lo, hi int) R, combine func(a, b R) R, opts ...Option) R {
 	if mapRange == nil {
 		parNil("Reduce", "mapRange")

@@ -31,10 +31,16 @@ func ForEachIndex[T any](s []T, f func(i int, v *T), opts ...Option) {
 	})
 }
 
-// Map returns a new slice holding f(v) for every element v of s, in order.
+// Map returns a new slice holding f(v) for every element v of s, in order. For an empty
+// s (nil or not) it returns nil: like Filter, Partition, FlatMap and Flatten, Map returns
+// nil exactly when its result has no elements, as slices.Collect does for an empty
+// sequence.
 func Map[T, U any](s []T, f func(T) U, opts ...Option) []U {
 	if f == nil {
 		parNil("Map", "f")
+	}
+	if len(s) == 0 {
+		return nil
 	}
 	out := make([]U, len(s))
 	parFor(parResolve(len(s), parMinGrain, opts), len(s), func(lo, hi int) {
@@ -175,6 +181,12 @@ func parGatherChunk[T any](s []T, bitmap []uint64, lo, hi, o int, want bool, out
 // original order. pred is called exactly once per element: a first parallel pass records
 // the answers in a bitmap and counts them per chunk, a prefix sum gives each chunk its
 // output offset, and a second parallel pass copies the kept elements.
+//
+// When no element is kept (s is empty, or pred rejects every element), Filter returns
+// nil, whatever the size of s, the grain and the pool: the result is a new slice, as
+// slices.Collect(seq) would build from the kept elements, and slices.Collect returns nil
+// for an empty sequence. (Unlike slices.DeleteFunc, Filter never reuses s, so it has no
+// s[:0] to return.) A non-empty result does not share memory with s.
 func Filter[T any](s []T, pred func(T) bool, opts ...Option) []T {
 	if pred == nil {
 		parNil("Filter", "pred")
@@ -191,6 +203,9 @@ func Filter[T any](s []T, pred func(T) bool, opts ...Option) []T {
 	}
 	bitmap, size, counts := parSelect(c, s, pred)
 	offs, total := parOffsets(counts)
+	if total == 0 {
+		return nil // as the sequential path: nothing kept is nil
+	}
 	out := make([]T, total)
 	parChunks(c, len(s), size, func(ci, lo, hi int) { parGatherChunk(s, bitmap, lo, hi, offs[ci], true, out) })
 	return out
@@ -198,6 +213,8 @@ func Filter[T any](s []T, pred func(T) bool, opts ...Option) []T {
 
 // Partition returns two new slices: the elements of s for which pred is true and those for
 // which it is false, each in original order. pred is called exactly once per element.
+// As with Filter, a result with no elements is nil (both are for an empty s), whatever
+// the size of s, the grain and the pool.
 func Partition[T any](s []T, pred func(T) bool, opts ...Option) (yes, no []T) {
 	if pred == nil {
 		parNil("Partition", "pred")
@@ -219,7 +236,12 @@ func Partition[T any](s []T, pred func(T) bool, opts ...Option) (yes, no []T) {
 	for ci := range counts {
 		noOffs[ci] = ci*size - offs[ci]
 	}
-	yes, no = make([]T, total), make([]T, len(s)-total)
+	if total > 0 {
+		yes = make([]T, total)
+	}
+	if total < len(s) {
+		no = make([]T, len(s)-total)
+	}
 	parChunks(c, len(s), size, func(ci, lo, hi int) {
 		parGatherChunk(s, bitmap, lo, hi, offs[ci], true, yes)
 		parGatherChunk(s, bitmap, lo, hi, noOffs[ci], false, no)
@@ -240,7 +262,8 @@ func parOffsets(counts []int) ([]int, int) {
 
 // FlatMap returns the concatenation of f(v) for every element v of s, in order. f is called
 // once per element in parallel; the output offsets are computed from the lengths of the
-// results and the results are copied into one new slice in parallel.
+// results and the results are copied into one new slice in parallel. It returns nil when
+// the concatenation is empty (see Filter).
 func FlatMap[T, U any](s []T, f func(T) []U, opts ...Option) []U {
 	if f == nil {
 		parNil("FlatMap", "f")
@@ -251,7 +274,7 @@ func FlatMap[T, U any](s []T, f func(T) []U, opts ...Option) []U {
 // Flatten returns the concatenation of the slices in ss, in order, as one new slice. The
 // output offsets are prefix sums of the lengths; the copies run in parallel, split by parts
 // but sized by elements (the grain counts elements), so a few huge parts still spread over
-// the workers.
+// the workers. It returns nil when the concatenation is empty (see Filter).
 func Flatten[T any](ss [][]T, opts ...Option) []T {
 	offs := make([]int, len(ss)+1)
 	for i, x := range ss {
@@ -261,6 +284,9 @@ func Flatten[T any](ss [][]T, opts ...Option) []T {
 		offs[i+1] = offs[i] + len(x)
 	}
 	total := offs[len(ss)]
+	if total == 0 {
+		return nil
+	}
 	out := make([]T, total)
 	c := parResolve(total, parMinGrainCheap, opts)
 	if c.seq || len(ss) == 1 {
