@@ -4,9 +4,13 @@ package runex
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,4 +73,68 @@ func (p *Program) Next() string {
 		p.t.Fatal("watchdog: the server printed nothing for 30s")
 		return ""
 	}
+}
+
+// Run runs the program that Start built once more, with args, and returns what it wrote
+// (standard output and error together) and its exit code. It fails the test if the
+// program has not exited within 30 seconds: a program that should refuse to start must
+// not hang.
+func (p *Program) Run(args ...string) (output string, code int) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.Cmd.Path, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		p.t.Fatalf("watchdog: %v did not exit within 30s; it wrote %q", args, out.String())
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &ee):
+		return out.String(), ee.ExitCode()
+	}
+	p.t.Fatalf("running %v: %v", args, err)
+	return "", 0
+}
+
+// Wait waits for the program to exit (after a signal, say) and returns its exit code;
+// it fails the test if the program has not exited within 30 seconds.
+func (p *Program) Wait() int {
+	p.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.Cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			return 0
+		case errors.As(err, &ee):
+			return ee.ExitCode()
+		}
+		p.t.Fatalf("waiting for the program: %v", err)
+	case <-time.After(30 * time.Second):
+		p.t.Fatal("watchdog: the program did not exit within 30s")
+	}
+	return 0
+}
+
+// RSS returns the program's resident memory in bytes, read from /proc (Linux); ok is
+// false where that cannot be read.
+func (p *Program) RSS() (n int64, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.Cmd.Process.Pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, found := strings.CutPrefix(l, "VmRSS:"); found {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
 }
