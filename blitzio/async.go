@@ -7,8 +7,10 @@ import (
 
 // Co is the handle an Async function receives: what Await needs to suspend it. It is
 // valid only inside that function (and the functions it calls on the same goroutine),
-// and only while the function runs. A *Co is also a Spawner: Spawn(co, f) inside an
-// Async function spawns on the worker that is running it.
+// and only while the function runs; Await refuses it inside the Poll of a future that
+// the function is awaiting (a Map callback), which must not suspend. A *Co is also a
+// Spawner: Spawn(co, f) inside an Async function spawns on the worker that is running
+// it.
 type Co struct {
 	cx    *Context // the Context of the poll now running the function; nil between polls
 	yield func(struct{}) bool
@@ -17,6 +19,18 @@ type Co struct {
 	panicked *PanicError
 	// unwinding is set by Drop before it resumes the function to unwind it.
 	unwinding bool
+	// polling is set while Await polls a future for the function, and an Await with
+	// this *Co is refused meanwhile. Such an Await comes either from an Async function
+	// nested in that future (on a coroutine of its own) that captured the outer *Co,
+	// whose yield would switch the outer coroutine from the wrong goroutine (the poller
+	// takes the outer function for suspended while it runs, and a Drop resumes it as if
+	// its Await had returned); or from inside the future's Poll (a Map callback), whose
+	// suspension would leave that Poll half done across the switch, the frames of the
+	// combinators above it too, with the worker's shared Context still set up for their
+	// child (cx.child): the next task the worker polls would take a wrong Waker. In
+	// either case the Poll would not return before the coroutine suspends, as the Future
+	// contract (Poll never blocks) requires.
+	polling bool
 	// active is true while a poll (or Drop) has switched to the function. Atomic only so
 	// that Await called by another goroutine while the function is suspended (a misuse)
 	// is told clearly instead of racing on cx.
@@ -31,6 +45,13 @@ var errAsyncCancelled = &struct{ msg string }{"blitzio: Async function cancelled
 
 func (co *Co) spawnTarget() (*Runtime, *Context) {
 	if co == nil || co.cx == nil {
+		if co != nil && co.active.Load() && co.unwinding {
+			// A deferred call run by Drop: the function is running, but no poll is, so
+			// there is no worker to spawn on. Saying "outside" would send the reader
+			// looking for a *Co that escaped.
+			panic("blitzio: Spawn with the *Co of an Async function that is being unwound " +
+				"(its future was dropped, so no poll runs it): spawn with the *Runtime instead")
+		}
 		panic("blitzio: Spawn with a *Co outside its running Async function")
 	}
 	return co.cx.spawnTarget()
@@ -38,7 +59,8 @@ func (co *Co) spawnTarget() (*Runtime, *Context) {
 
 // Context returns the Context of the poll that is running the Async function, for the
 // rare call that needs one directly (Waker().WakeFrom, a hand-written future's Poll).
-// It is valid until the next Await.
+// It is valid until the next Await. It is nil while a Drop unwinds the function (its
+// deferred calls run with no poll), and outside the function.
 func (co *Co) Context() *Context { return co.cx }
 
 // Await suspends the Async function until f is ready and returns its value: the
@@ -56,7 +78,12 @@ func (co *Co) Context() *Context { return co.cx }
 // channel waiter that f holds or has queued is given back instead of being stranded.
 //
 // Await panics if co is nil or not running (called after the function returned, or
-// from another goroutine), and if f is nil.
+// from another goroutine while the function is suspended), if co is already awaiting
+// (called inside the Poll of the future it awaits, a Map or AndThen callback say, or by
+// a nested Async function with the *Co of the function that awaits it), and if f is
+// nil. An Await from another goroutine while the function runs is a data race that
+// Await cannot always tell (the race detector does): a *Co stays on its function's
+// goroutine.
 func Await[T any](co *Co, f Future[T]) T {
 	if co == nil || co.yield == nil {
 		panic("blitzio: Await called with a nil or unstarted *Co (use the *Co that Async passed to the function)")
@@ -64,27 +91,38 @@ func Await[T any](co *Co, f Future[T]) T {
 	if isNilFuture(f) {
 		panic("blitzio: Await called with a nil future")
 	}
-	// One defer for the whole Await, not one per poll: set while f.Poll runs, so that a
-	// poll that panics or exits the goroutine drops f on the way out (see dropQuietly).
-	polling := false
+	// Checked before the defer below is armed: a refused Await must not read or write
+	// co.polling, which belongs to the function's goroutine. (Once the function runs,
+	// only Poll resumes it, with active set: the loop need not check again.)
+	if !co.active.Load() {
+		panic("blitzio: Await called outside its running Async function (after it returned, " +
+			"or from another goroutine)")
+	}
+	if co.polling {
+		panic("blitzio: Await called with a *Co that is already awaiting (inside the Poll of " +
+			"the future it awaits, a Map callback say, or in a nested Async function that " +
+			"captured the outer function's *Co): a Poll must not suspend, and each Async " +
+			"function awaits with the *Co passed to it")
+	}
+	// One defer for the whole Await, not one per poll: co.polling is set while f.Poll
+	// runs, so that a poll that panics or exits the goroutine drops f on the way out (see
+	// dropQuietly). It is cleared after the Drop: an Async function nested in f, unwound
+	// by it, must not await with this *Co either.
 	defer func() {
-		if polling {
+		if co.polling {
 			dropQuietly(f)
+			co.polling = false
 		}
 	}()
 	for {
-		if !co.active.Load() {
-			panic("blitzio: Await called outside its running Async function (after it returned, " +
-				"or from another goroutine)")
-		}
 		if co.unwinding {
 			// Dropped: the function is being unwound (a deferred call awaiting).
 			Drop(f)
 			panic(errAsyncCancelled)
 		}
-		polling = true
+		co.polling = true
 		v, ok := f.Poll(co.cx)
-		polling = false
+		co.polling = false
 		if ok {
 			return v
 		}
@@ -128,7 +166,9 @@ func Await[T any](co *Co, f Future[T]) T {
 // was polled must be driven to the end
 // or dropped, as the runtime and the combinators do; one that is merely forgotten keeps
 // its goroutine. Polled after it has finished, the future returns the same value; polled
-// after Drop, it panics.
+// after Drop, or after fn called runtime.Goexit, it panics. Polled or dropped while fn
+// runs (from inside fn, which awaits or drops its own future, or by two pollers at once)
+// it panics too: like a Rust future, it is polled by one task at a time.
 func Async[T any](fn func(co *Co) T) Future[T] {
 	if fn == nil {
 		panic("blitzio: Async called with a nil function")
@@ -256,14 +296,27 @@ func (a *asyncFuture[T]) Poll(cx *Context) (T, bool) {
 		a.c.co, a.c.body = &a.co, a
 		a.state = asyncSuspended
 	}
+	// Not re-entrant: a poll while fn runs (fn awaiting its own future, or a second
+	// poller) would call the coroutine's next from inside it, or beside it, and break
+	// the hand-over between poller and coroutine (a task that never finishes). The CAS
+	// costs what the plain store it replaces did.
+	if !a.co.active.CompareAndSwap(false, true) {
+		panic("blitzio: Async future polled while its function is running (polled from inside " +
+			"that function, or by two pollers at once)")
+	}
 	c := a.c
 	a.co.cx = cx
-	a.co.active.Store(true)
 	_, more := c.next()
 	a.co.active.Store(false)
 	a.co.cx = nil
 	if more && !c.done {
 		return zero, false
+	}
+	if !c.done {
+		// The coroutine has ended without fn returning: fn called runtime.Goexit in an
+		// earlier poll (this poll comes from a deferred call of the goroutine Goexit is
+		// ending). There is no value to report.
+		panic("blitzio: Async future polled again after its function called runtime.Goexit")
 	}
 	a.state = asyncDone
 	a.c, a.fn = nil, nil
@@ -295,8 +348,13 @@ func runCoroutine(co *Co, body func()) {
 		switch {
 		case r == nil:
 			// runtime.Goexit: it cannot be stopped; iter.Pull propagates it to the poller.
-		case r == errAsyncCancelled:
-			// Unwound by a Drop: the deferred calls have run, nothing to report.
+			// The function no longer runs: a Drop of its future (by the task's guard)
+			// must not take it for running.
+			co.active.Store(false)
+		case r == errAsyncCancelled && co.unwinding:
+			// Unwound by a Drop: the deferred calls have run, nothing to report. (The
+			// same value re-raised by a function that is not being unwound, forwarded
+			// by a panic catcher, is a panic like any other: not a quiet zero result.)
 		default:
 			// newPanicError keeps a *PanicError from a nested Async function as is
 			// (with its own stack), and otherwise records this stack and panic site.
@@ -323,6 +381,12 @@ func (a *asyncFuture[T]) Drop() {
 			a.state = asyncDropped
 		}
 		return
+	}
+	if a.co.active.Load() {
+		// fn is running (it dropped its own future): stopping its coroutine from inside
+		// would switch back to the poller as if fn had suspended, and leave fn blocked.
+		panic("blitzio: Async future dropped while its function is running (from inside " +
+			"that function)")
 	}
 	a.state = asyncDropped
 	stop := a.c.stop // unwinds the body, then ends the coroutine (not kept for reuse)
