@@ -605,8 +605,9 @@ func pollCatch[T any](f Future[T], cx *Context) (v T, ok bool, err error) {
 // os would, since that goroutine waits for it either way: no trip to the blocking pool,
 // and a shutdown of rt does not cut such a call short. It returns
 // ErrRuntimeClosed if rt shuts down before f finishes (f is dropped), and a *PanicError
-// if f's Poll panics. If f calls runtime.Goexit, the calling goroutine exits as Goexit
-// says; rt is not affected.
+// if f's Poll panics (f is dropped then too). A panic of that Drop is joined to the
+// error, as a *PanicError with InDrop set. If f calls runtime.Goexit, the calling
+// goroutine exits as Goexit says; rt is not affected.
 //
 // BlockOn blocks, so it must not be called from inside a task (Tokio panics with "cannot
 // start a runtime from within a runtime"): with one worker, or enough such calls, the
@@ -654,8 +655,7 @@ func BlockOn[T any](rt *Runtime, f Future[T]) (T, error) {
 		cx.budget = budgetPerPoll
 		v, ok, err := pollCatch(f, cx)
 		if err != nil {
-			Drop(f)
-			return zero, err
+			return zero, errors.Join(err, dropCatch(f))
 		}
 		if ok {
 			return v, nil
@@ -671,10 +671,26 @@ func BlockOn[T any](rt *Runtime, f Future[T]) (T, error) {
 		select {
 		case <-p.ch:
 		case <-rt.done:
-			Drop(f)
+			if derr := dropCatch(f); derr != nil {
+				return zero, errors.Join(ErrRuntimeClosed, derr)
+			}
 			return zero, ErrRuntimeClosed
 		}
 	}
+}
+
+// dropCatch drops f and returns a panic of its Drop as a *PanicError with InDrop set
+// (nil if Drop returned), so that BlockOn reports it with the outcome that made it drop
+// f, as a task reports a panicking Drop after its own failure, instead of letting it
+// escape in place of that outcome.
+func dropCatch(f any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = newPanicError(r, true)
+		}
+	}()
+	Drop(f)
+	return nil
 }
 
 // goroutineKind says which of the runtime's goroutines the caller runs on.
