@@ -525,7 +525,7 @@ func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
 // otherwise, as Await does).
 func (f *File) AwaitReadAt(co *Co, p []byte, off int64) (int, error) {
 	// The checks Await makes; if one fails, the Await below panics with its message.
-	if co != nil && co.active.Load() && !co.unwinding && off >= 0 && len(p) > 0 {
+	if co != nil && co.active.Load() && !co.unwinding && !co.polling && off >= 0 && len(p) > 0 {
 		if co.cx.budgetSpent() {
 			Await(co, YieldNow()) // polled again with a fresh budget
 		}
