@@ -2,6 +2,7 @@ package blitz
 
 import (
 	"cmp"
+	"math"
 	"math/bits"
 	"reflect"
 	"slices"
@@ -18,11 +19,12 @@ const sortMinGrain = 1 << 14
 // parallel radix sort, which needs a scratch buffer of len(s) elements (kept for the next
 // sort of a similar size until a garbage collection). Strings are sorted by a parallel
 // radix sort over their bytes, 7 bytes per level, with two buffers of len(s) (key, index)
-// records; shared prefixes cost one pass per 7 bytes, not a comparison each. Already sorted,
-// reversed (non-increasing) and all-equal inputs are detected in one O(n) scan and cost no
-// sort. Small inputs are sorted sequentially. If the sort is interrupted (its pool refuses
-// a nested call because it is closing), the panic reaches the caller with s still a
-// permutation of its input.
+// records; shared prefixes cost one pass per 7 bytes, not a comparison each, and a prefix
+// shared by all the strings of a group that ties on one level is skipped by comparing
+// them. Already sorted, reversed (non-increasing) and all-equal inputs are detected in one
+// O(n) scan and cost no sort. Small inputs are sorted sequentially. If the sort is
+// interrupted (its pool refuses a nested call because it is closing), the panic reaches the
+// caller with s still a permutation of its input.
 func Sort[T cmp.Ordered](s []T, opts ...Option) {
 	c := parResolve(len(s), sortMinGrain, opts)
 	if c.seq {
@@ -72,6 +74,13 @@ func Sort[T cmp.Ordered](s []T, opts ...Option) {
 			radixSort(c, unsafe.Slice((*uint64)(p), n))
 		}
 	default: // strings: a string type has the layout of string
+		if uint64(n) > math.MaxUint32 {
+			// The string radix sort's records hold 32-bit indices (as the keyed sorts'
+			// do, which fall back the same way): past 1<<32 strings they would wrap and
+			// the gather would duplicate some strings and lose others.
+			sortPdq(c, s, cmp.Compare[T])
+			return
+		}
 		sortStrings(c, unsafe.Slice((*string)(p), n))
 	}
 }

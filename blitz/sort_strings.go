@@ -55,8 +55,28 @@ func strSort(c parCall, base []string, a, buf []radixKV[uint32]) {
 // have equal keys that do not settle the order. The runs are sorted in parallel when t is
 // not nil.
 func strTies(t *Task, base []string, a, buf []radixKV[uint32], d int) {
+	if lo, hi, ok := strTiesButLargest(t, base, a, buf, d); ok {
+		strSortRun(t, base, a[lo:hi], buf[lo:hi], d)
+	}
+}
+
+// strTiesButLargest is strTies except that, unless it sorts the runs in parallel, it
+// leaves the largest run unsorted and returns its bounds (ok true), for the caller to sort
+// in its own frame.
+//
+// Recursing on every run cost a level of stack (about 350 bytes) per 7 bytes of a prefix
+// shared by more than strInsertion strings: a few dozen strings with a 25 MB common prefix
+// overflowed the 1 GB goroutine stack limit, a fatal error. As in quicksort's "recurse on
+// the smaller side, loop on the larger" (Sedgewick), only the runs other than the largest
+// are sorted by recursion here, and each of them holds at most half of a's records, so
+// the recursion is at most log2(len(a)) levels deep; the largest run is sorted by the loop
+// in strSortRun. The parallel case forks every run (as before) only when the runs other
+// than the largest hold at least radixParMin records, so each nested fork takes that many
+// records from the input and a chain of them needs an input far larger than memory.
+func strTiesButLargest(t *Task, base []string, a, buf []radixKV[uint32], d int) (lo, hi int, ok bool) {
 	type run struct{ lo, hi int }
 	var runs []run
+	big, bigLen, inRuns := 0, 0, 0
 	for i := 0; i < len(a); {
 		k := a[i].k
 		j := i + 1
@@ -64,43 +84,96 @@ func strTies(t *Task, base []string, a, buf []radixKV[uint32], d int) {
 			j++
 		}
 		if j-i > 1 && k&0xff == 8 {
+			if j-i > bigLen {
+				big, bigLen = len(runs), j-i
+			}
 			runs = append(runs, run{i, j})
+			inRuns += j - i
 		}
 		i = j
+	}
+	if len(runs) == 0 {
+		return 0, 0, false
 	}
 	sub := func(t *Task, r int) {
 		lo, hi := runs[r].lo, runs[r].hi
 		strSortRun(t, base, a[lo:hi], buf[lo:hi], d)
 	}
-	if t == nil || len(runs) < 2 || len(a) < radixParMin {
-		for r := range runs {
+	if t != nil && len(runs) >= 2 && inRuns-bigLen >= radixParMin {
+		radixBuckets(t, 0, len(runs), sub)
+		return 0, 0, false
+	}
+	for r := range runs {
+		if r != big {
 			sub(t, r)
 		}
-		return
 	}
-	radixBuckets(t, 0, len(runs), sub)
+	return runs[big].lo, runs[big].hi, true
 }
 
-// strSortRun sorts a (indices of strings that agree on their first d bytes, all longer
-// than d) from depth d, stably, with buf as scratch.
+// strSortRun sorts a (indices of strings that agree on their first d bytes, none shorter
+// than d) from depth d, stably, with buf as scratch. Each turn of its loop sorts by the
+// next 7 bytes and goes on with the largest run of ties (see strTiesButLargest).
+//
+// A turn that leaves all of a one run (every string shares the next 7 bytes too) skips the
+// rest of the prefix that all of them share, found by comparing the strings, which is
+// far faster than a radix pass per 7 bytes: strings sharing a prefix of L bytes would
+// otherwise cost L/7 passes over the run (40000 copies of a 10 KB string took 13 times as
+// long as slices.Sort).
 func strSortRun(t *Task, base []string, a, buf []radixKV[uint32], d int) {
-	if len(a) <= strInsertion {
-		for i := 1; i < len(a); i++ {
-			x := a[i]
-			xs := base[x.v][d:]
-			j := i
-			for ; j > 0 && base[a[j-1].v][d:] > xs; j-- {
-				a[j] = a[j-1]
+	for {
+		if len(a) <= strInsertion {
+			for i := 1; i < len(a); i++ {
+				x := a[i]
+				xs := base[x.v][d:]
+				j := i
+				for ; j > 0 && base[a[j-1].v][d:] > xs; j-- {
+					a[j] = a[j-1]
+				}
+				a[j] = x
 			}
-			a[j] = x
+			return
 		}
-		return
+		for i := range a {
+			a[i].k = strKey(base[a[i].v], d)
+		}
+		radixRecKV(t, a, buf, 64, false)
+		lo, hi, ok := strTiesButLargest(t, base, a, buf, d+7)
+		if !ok {
+			return
+		}
+		if lo == 0 && hi == len(a) {
+			d += 7 + strCommonPrefix(base, a, d+7)
+		} else {
+			d += 7
+		}
+		a, buf = a[lo:hi], buf[lo:hi]
 	}
-	for i := range a {
-		a[i].k = strKey(base[a[i].v], d)
+}
+
+// strCommonPrefix returns the length of the longest common prefix of the strings
+// base[a[i].v][d:] (all at least d bytes long).
+func strCommonPrefix(base []string, a []radixKV[uint32], d int) int {
+	first := base[a[0].v][d:]
+	l := len(first)
+	for i := 1; i < len(a) && l > 0; i++ {
+		l = strPrefixLen(first[:l], base[a[i].v][d:])
 	}
-	radixRecKV(t, a, buf, 64, false)
-	strTies(t, base, a, buf, d+7)
+	return l
+}
+
+// strPrefixLen returns the length of the longest common prefix of x and y, comparing
+// blocks of 64 bytes with == (the runtime's vectorized memequal) before single bytes.
+func strPrefixLen(x, y string) int {
+	n := min(len(x), len(y))
+	i := 0
+	for i+64 <= n && x[i:i+64] == y[i:i+64] {
+		i += 64
+	}
+	for i < n && x[i] == y[i] {
+		i++
+	}
+	return i
 }
 
 // strRecords returns the records (strKey(base[i], 0), i) and scratch for them, built in
