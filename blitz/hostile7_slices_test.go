@@ -83,10 +83,8 @@ func TestHostile7EmptyResultsAreNil(t *testing.T) {
 							return nil
 						}, c.opts...), yes)
 					}
-					var want []int
-					for _, v := range s {
-						want = append(want, v)
-					}
+					var want []int // nil for an empty s, as Map's result must be
+					want = append(want, s...)
 					check(t, "Map", Map(s, func(v int) int { return v }, c.opts...), want)
 					parts := make([][]int, n)
 					for i := range parts {

@@ -342,6 +342,7 @@ func TestHostile7ShutdownWaitFromTask(t *testing.T) {
 	if runs.Load() != 1 {
 		t.Fatalf("hooks ran %d times, want once", runs.Load())
 	}
+	//lint:ignore SA1012 a nil context is the misuse under test
 	if p := hostile7Recover(func() { s.Wait(nil) }); p == nil || !strings.Contains(p.(string), "nil context") {
 		t.Fatalf("Wait(nil): recovered %v, want a panic naming the nil context", p)
 	}

@@ -611,7 +611,8 @@ func TestHostile7DequeOddItems(t *testing.T) {
 	if d.Len() != 2 || d.Cap() != 2 {
 		t.Fatalf("Len, Cap = %d, %d; want 2, 2", d.Len(), d.Cap())
 	}
-	if d.Pop() == nil || d.Pop() == nil || d.Pop() != nil {
+	first, second, third := d.Pop(), d.Pop(), d.Pop()
+	if first == nil || second == nil || third != nil {
 		t.Fatal("zero-size items: want two items then nil")
 	}
 	same := &h7Item{seq: 7}
