@@ -90,7 +90,10 @@ func (t *blockingTask[T]) release() {
 
 // SpawnBlocking runs f on the runtime's blocking pool and returns its handle. Use it for
 // calls that block (file I/O, cgo, CPU-heavy loops): tasks must not block. Abort cancels
-// f only if it has not started; a running f always runs to the end. On a closed runtime
+// f only if it has not started (the handle then reports ErrCancelled at once, even while
+// every pool goroutine is busy); a running f always runs to the end and its handle keeps
+// its result. Close and Shutdown wait for running jobs: one that never returns keeps
+// Close from returning (give Shutdown a deadline). On a closed runtime
 // the handle reports ErrCancelled. SpawnBlocking panics if s or f is nil.
 func SpawnBlocking[T any](s Spawner, f func() T) JoinHandle[T] {
 	if f == nil {

@@ -94,9 +94,10 @@ func (c *Completion[T]) Complete(v T) bool {
 	s.done.Store(true)
 	s.mu.Unlock()
 	// Wake outside the lock: a waker may run user code (WakerFunc) that polls again.
-	for _, w := range ws {
-		w.Wake()
-	}
+	// The wakers were taken from the state, so one skipped would sleep forever: wakeEach
+	// wakes every one even if a waker panics (the panic is logged, as for a JoinHandle's
+	// waiters), and the winning producer is not unwound by an awaiter's panic.
+	wakeEach(ws, nil)
 	return true
 }
 
@@ -170,10 +171,9 @@ func (f *CompletionFuture[T]) Drop() {
 	ws := s.ws
 	s.ws = nil
 	s.mu.Unlock()
-	// Outside the lock, as in Complete: a waker may poll again.
-	for _, w := range ws {
-		w.Wake()
-	}
+	// Outside the lock, as in Complete: a waker may poll again; and every one is woken,
+	// even past a waker that panics, since the list was forgotten.
+	wakeEach(ws, nil)
 }
 
 // waiter returns a new receiving future with a registration of its own (see

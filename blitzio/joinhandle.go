@@ -171,6 +171,15 @@ func (h JoinHandle[T]) Abort() {
 	c := h.check("Abort")
 	if c.state.abort() {
 		c.rt.schedule(&c.header, nil, false)
+	} else if _, job := c.vt.(blockingJob); job && c.state.toShutdown() {
+		// A SpawnBlocking job still in the pool's queue (scheduled, not started): its
+		// "next scheduling point" is when a pool goroutine pops it, which with every
+		// goroutine busy on long calls may be never. It has not started, so take it over
+		// now, as Shutdown does with queued jobs, and cancel it: the handle reports
+		// ErrCancelled at once, and the pool goroutine that pops it later skips it
+		// (toRunning sees it is no longer scheduled). A job already running is left
+		// alone: toShutdown only marks it, and it runs to the end keeping its result.
+		c.cancelOwned(nil)
 	}
 }
 

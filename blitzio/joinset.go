@@ -53,7 +53,9 @@ type joinSetMember[T any] struct {
 // Spawn spawns f as a task (on sp: a *Runtime, or the *Context of a task, as for the
 // package's Spawn) and adds it to the set. The returned handle may be used as well (to
 // Abort this one task, or to await it elsewhere); the set returns the task's result
-// from Next regardless. Spawn panics if the set has been dropped.
+// from Next regardless. Do not Detach it: the set reads the result through the handle,
+// so Next panics when it reaches a task whose handle was detached. Spawn panics if the
+// set has been dropped.
 func (s *JoinSet[T]) Spawn(sp Spawner, f Future[T]) JoinHandle[T] {
 	s.mu.Lock()
 	if s.dropped {
@@ -81,8 +83,22 @@ func (s *JoinSet[T]) Spawn(sp Spawner, f Future[T]) JoinHandle[T] {
 	return h
 }
 
-// wake implements wakeTarget: the member's task has completed.
+// wake implements wakeTarget: the member's task has completed, or this is a spurious
+// wake-up. A JoinHandle awaited by many waiters wakes its whole waiter list now and then
+// and expects the live ones to poll again and re-register (futures tolerate spurious
+// wake-ups); the member is such a waiter, so it must check that the task has really
+// completed (the completer marks it complete before it wakes anyone) and otherwise
+// register again, or Next would return the zero value of a task still running.
 func (m *joinSetMember[T]) wake(cx *Context) {
+	if c := m.h.c; life(c.state.v.Load()) != stComplete {
+		if m.gone.Load() {
+			return // returned or dropped already: nobody reads this member any more
+		}
+		if cur := c.state.v.Load(); life(cur) != stComplete && c.registerJoinWaker(cur, Waker{t: m}) {
+			return
+		}
+		// Completed meanwhile: registration failed, so no completer will wake us.
+	}
 	s := m.set
 	s.mu.Lock()
 	if m.idx < 0 || m.fin {
@@ -94,10 +110,11 @@ func (m *joinSetMember[T]) wake(cx *Context) {
 	ws := s.waiters
 	s.waiters = nil
 	s.mu.Unlock()
-	// Every waiting poller re-polls; one of them takes m, the others wait again.
-	for _, w := range ws {
-		w.WakeFrom(cx)
-	}
+	// Every waiting poller re-polls; one of them takes m, the others wait again. The list
+	// was taken from the set, so a waiter skipped here would sleep forever: wakeEach
+	// wakes every one even if a waker (a hand-written WakerFunc) panics, and logs the
+	// panic, as the JoinHandle does for its own waiters.
+	wakeEach(ws, cx)
 }
 
 // waiterGone tells the task's JoinHandle that this entry can be pruned.
@@ -142,6 +159,15 @@ func (s *JoinSet[T]) tryNext(w Waker) (Result[T], bool) {
 		}
 		s.remove(m)
 		s.mu.Unlock()
+		if m.h.c.state.v.Load()&flagJoinInterest == 0 {
+			// The handle Spawn returned was detached: the task's output is released (or
+			// about to be), so what the set would read is a zero value, not the task's
+			// result. Fail loudly, as JoinHandle.Poll does after Detach, rather than pass
+			// it off as a result with a nil error. The task has left the set.
+			panic("blitzio: JoinSet.Next after the task's JoinHandle was detached: its result is " +
+				"released, so the set cannot return it (use JoinHandle.Abort, not Detach, on a " +
+				"handle JoinSet.Spawn returned)")
+		}
 		return m.h.result(), true
 	}
 	if len(s.live) == 0 {
@@ -266,8 +292,6 @@ func (s *JoinSet[T]) Drop() {
 	for _, m := range live {
 		m.h.Abort()
 	}
-	// Pollers of Next see the set empty now.
-	for _, w := range ws {
-		w.Wake()
-	}
+	// Pollers of Next see the set empty now (every one woken, as in joinSetMember.wake).
+	wakeEach(ws, nil)
 }
