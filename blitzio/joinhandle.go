@@ -367,7 +367,7 @@ func wakeEach(ws []Waker, cx *Context) {
 // re-raised to the code responsible: it is written, with its stack, to the standard
 // logger, and the runtime carries on.
 func reportJoinWakerPanic(r any) {
-	log.Printf("blitzio: a Waker panicked when the task it waited for completed (every other waiter was woken): %v\n%s", r, debug.Stack())
+	log.Printf("blitzio: a Waker panicked when what it waited for (a task, a Completion, a JoinSet) was done or dropped (every other waiter was woken): %v\n%s", r, debug.Stack())
 }
 
 // waiterGone reports that a task awaiting a JoinHandle is gone: a completed task ignores
