@@ -896,8 +896,19 @@ func (c *conn) serveRequest() (keep bool) {
 		w.body = b
 		b.w = w
 	}
-	defer c.endRequest()
-	if !c.runHandler(w, req) {
+	returned := false
+	defer func() {
+		if !returned {
+			// runtime.Goexit in the handler: as net/http, what it wrote and was not
+			// sent yet is dropped (the held-back body must not go out without its
+			// head), and the connection closes.
+			w.abandon()
+		}
+		c.endRequest()
+	}()
+	ok := c.runHandler(w, req)
+	returned = true
+	if !ok {
 		// The handler panicked: the connection closes after the responses before it.
 		w.abandon()
 		return false
@@ -929,7 +940,11 @@ func (c *conn) runHandler(w *response, req *http.Request) (ok bool) {
 			c.srv.logf("http: panic serving %v: %v\n%s", c.remoteAddr, v, buf)
 		}
 	}()
-	c.srv.handler().ServeHTTP(w, req)
+	h := c.srv.handler()
+	if req.RequestURI == "*" && req.Method == "OPTIONS" && !c.srv.DisableGeneralOptionsHandler {
+		h = globalOptionsHandler{} // as net/http's serverHandler
+	}
+	h.ServeHTTP(w, req)
 	return true
 }
 
@@ -1186,4 +1201,21 @@ func (x *reqCtx) cancelWith(err error) {
 		}
 	}
 	x.mu.Unlock()
+}
+
+// globalOptionsHandler answers "OPTIONS *" as net/http's does: 200 with
+// "Content-Length: 0", reading up to 4 KB of a body; beyond that the connection is not
+// reused (net/http's MaxBytesReader marks it to close).
+type globalOptionsHandler struct{}
+
+func (globalOptionsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Length", "0")
+	if r.ContentLength != 0 {
+		mb := http.MaxBytesReader(w, r.Body, 4<<10)
+		if _, err := io.Copy(io.Discard, mb); err != nil {
+			if rw, ok := w.(*response); ok {
+				rw.c.mustClose.Store(true)
+			}
+		}
+	}
 }

@@ -82,6 +82,13 @@
 //     has returned it is cleared and reused by later responses (Header then returns a
 //     map of its own). The http.ResponseWriter contract already forbids using the writer
 //     after ServeHTTP returns; with net/http, a map kept beyond that is merely ignored.
+//   - The socket is not watched while a handler runs: a client that closes the
+//     connection then is seen when the handler reads the body or writes to a full
+//     socket, or after it returns, so the request's context is not cancelled by the
+//     close as net/http's background read cancels it
+//     (TestHostile8ContextCancelledOnClientClose).
+//   - An HTTP/1.0 request is answered with an "HTTP/1.1" status line (RFC 9110 section
+//     2.5); net/http echoes "HTTP/1.0".
 //   - HTTP/2 (h2c) is not served.
 //   - A chunked body over MaxBodyBytes fails the handler's read with *http.MaxBytesError
 //     (the handler chooses the status); a declared Content-Length over it is answered

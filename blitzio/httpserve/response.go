@@ -40,6 +40,8 @@ type response struct {
 	headSent      bool
 	chunked       bool
 	isHead        bool
+	declaredCL    bool   // contentLength is the handler's, taken at WriteHeader
+	declaredCLStr string // the header value it was parsed from
 	done          bool
 	warned        bool
 }
@@ -115,18 +117,56 @@ func (w *response) writeHeaderLocked(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
+	// As net/http, the handler's Content-Length is taken now: a Write past it fails with
+	// http.ErrContentLength (before the head is sent too), and a change to the header
+	// after WriteHeader does not change the framing (net/http's header snapshot).
+	if cl, ok := w.header["Content-Length"]; ok {
+		v, err := uint64(0), error(nil)
+		if len(cl) == 1 {
+			v, err = strconv.ParseUint(strings.TrimSpace(cl[0]), 10, 63)
+		} else {
+			err = errors.New("not one value")
+		}
+		if err == nil {
+			w.contentLength = int64(v)
+			w.declaredCL, w.declaredCLStr = true, cl[0]
+		} else {
+			if len(cl) > 0 {
+				w.c.srv.logf("http: invalid Content-Length of %q", cl[0])
+			}
+			delete(w.header, "Content-Length")
+		}
+	}
 }
 
 func (w *response) writeInformational(code int) {
 	c := w.c
 	out := (*c.out)[:w.stageStart]
 	out = appendStatusLine(out, code)
-	out = appendHeaderMap(out, w.header, nil)
+	out = appendHeaderMap(out, w.header, suppressedHeaders(code))
 	out = append(out, "\r\n"...)
 	*c.out = out
 	w.stageStart = len(out)
 	c.flushOut()
 	w.stageStart = 0
+}
+
+// Headers net/http leaves out of a response without a body (its suppressedHeaders and
+// excludedHeadersNoBody): no Content-Length or Transfer-Encoding in a 1xx or 204, and no
+// Content-Type either in a 304 (RFC 9110 sections 8.6 and 15.4.5).
+var (
+	suppressedNoBody = map[string]bool{"Content-Length": true, "Transfer-Encoding": true}
+	suppressed304    = map[string]bool{"Content-Type": true, "Content-Length": true, "Transfer-Encoding": true}
+)
+
+func suppressedHeaders(code int) map[string]bool {
+	switch {
+	case code == http.StatusNotModified:
+		return suppressed304
+	case !bodyAllowedForStatus(code):
+		return suppressedNoBody
+	}
+	return nil
 }
 
 func bodyAllowedForStatus(code int) bool {
@@ -184,7 +224,7 @@ func (w *response) write(p []byte, s string) (int, error) {
 			*c.out = append(append(*c.out, p...), s...)
 			return n, nil
 		}
-		w.sendHead(false)
+		w.sendHead(false, p, s)
 	}
 	if err := w.writeBody(p, s); err != nil {
 		return 0, err
@@ -240,7 +280,7 @@ func (w *response) writeBody(p []byte, s string) error {
 // sendHead decides the framing and connection headers as net/http does and writes the
 // head before the body bytes held back so far. final is true when the handler has
 // returned: then a body that fitted in the held-back bytes gets a Content-Length.
-func (w *response) sendHead(final bool) {
+func (w *response) sendHead(final bool, p []byte, s string) {
 	w.headSent = true
 	c := w.c
 	h := w.header
@@ -256,19 +296,18 @@ func (w *response) sendHead(final bool) {
 	}
 
 	writeCL := false
-	hasCL := false
-	if cl, ok := h["Content-Length"]; ok {
-		if len(cl) == 1 {
-			if v, err := strconv.ParseUint(strings.TrimSpace(cl[0]), 10, 63); err == nil {
-				w.contentLength = int64(v)
-				hasCL = true
-			} else {
-				c.srv.logf("http: invalid Content-Length of %q", cl[0])
-				delete(h, "Content-Length")
-			}
-		} else {
-			delete(h, "Content-Length")
+	hasCL := w.declaredCL
+	// The Content-Length is the one taken at WriteHeader (as net/http's snapshot of the
+	// header): the map may have changed since, but the bytes accepted were counted
+	// against that one, and it is what goes out.
+	if hasCL {
+		// The usual case, the map unchanged, is a comparison of the same string (no
+		// formatting, no allocation).
+		if cl := h["Content-Length"]; len(cl) != 1 || cl[0] != w.declaredCLStr {
+			h["Content-Length"] = []string{strconv.FormatInt(w.contentLength, 10)}
 		}
+	} else {
+		delete(h, "Content-Length")
 	}
 	// A Transfer-Encoding the handler set is handled as net/http does: a response
 	// without a body drops it (and stays reusable); a Content-Length wins over any but
@@ -287,7 +326,7 @@ func (w *response) sendHead(final bool) {
 		if hasCL && first != "identity" {
 			c.srv.logf("http: WriteHeader called with both Transfer-Encoding of %q and a Content-Length of %d", first, w.contentLength)
 			delete(h, "Content-Length")
-			w.contentLength, hasCL = -1, false
+			w.contentLength, hasCL, w.declaredCL = -1, false, false
 		}
 		switch {
 		case w.isHead || !bodyOK:
@@ -334,9 +373,18 @@ func (w *response) sendHead(final bool) {
 	}
 
 	ctype := ""
-	if _, ok := h["Content-Type"]; !ok && bodyOK && !hasTE && len(staged) > 0 {
+	if _, ok := h["Content-Type"]; !ok && bodyOK && !hasTE && len(staged)+len(p)+len(s) > 0 {
 		if _, ce := h["Content-Encoding"]; !ce {
-			ctype = http.DetectContentType(staged)
+			// net/http sniffs the first bytes it writes: those held back, or else those
+			// of the write (p or s) too large to be held back.
+			sample := staged
+			if len(sample) == 0 {
+				sample = p
+				if sample == nil {
+					sample = []byte(s[:min(len(s), 512)])
+				}
+			}
+			ctype = http.DetectContentType(sample)
 		}
 	}
 	if w.isHead {
@@ -365,7 +413,7 @@ func (w *response) sendHead(final bool) {
 		out = append(out, ctype...)
 		out = append(out, "\r\n"...)
 	}
-	out = appendHeaderMap(out, h, nil)
+	out = appendHeaderMap(out, h, suppressedHeaders(status))
 	if closeAfter && !headerHasToken(h["Connection"], "close") {
 		out = append(out, "Connection: close\r\n"...)
 	} else if keepAlive10 && len(h["Connection"]) == 0 {
@@ -400,7 +448,7 @@ func (w *response) finish() {
 		w.writeHeaderLocked(http.StatusOK)
 	}
 	if !w.headSent {
-		w.sendHead(true)
+		w.sendHead(true, nil, "")
 	}
 	c := w.c
 	if w.chunked {
@@ -442,7 +490,7 @@ func (w *response) FlushError() error {
 		w.writeHeaderLocked(http.StatusOK)
 	}
 	if !w.headSent {
-		w.sendHead(false)
+		w.sendHead(false, nil, "")
 	}
 	return w.c.flushOut()
 }
@@ -509,7 +557,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, http.ErrHijacked
 	}
 	if w.wroteHeader && !w.headSent {
-		w.sendHead(false)
+		w.sendHead(false, nil, "")
 	}
 	if err := c.flushOut(); err != nil {
 		return nil, nil, err

@@ -62,6 +62,9 @@ type Server struct {
 	Coordinator *blitzio.Shutdown
 	// DisableKeepAlives answers every request with "Connection: close".
 	DisableKeepAlives bool
+	// DisableGeneralOptionsHandler, if true, passes "OPTIONS *" requests to the Handler;
+	// otherwise they are answered 200 with "Content-Length: 0", as by net/http.
+	DisableGeneralOptionsHandler bool
 	// ConnState, when set, is called when a connection changes state, with the states
 	// and in the order of http.Server.ConnState: http.StateNew when it is accepted,
 	// http.StateActive when the first bytes of a request have been read, http.StateIdle
