@@ -38,6 +38,12 @@ func waitFor(t testing.TB, msg string, cond func() bool) {
 // waitHandle waits for h with a watchdog.
 func waitHandle[T any](t testing.TB, h JoinHandle[T]) (T, error) {
 	t.Helper()
+	return waitHandleFor(t, h, "a task")
+}
+
+// waitHandleFor waits for h with a watchdog whose failure names what hung.
+func waitHandleFor[T any](t testing.TB, h JoinHandle[T], what string) (T, error) {
+	t.Helper()
 	type res struct {
 		v   T
 		err error
@@ -48,7 +54,7 @@ func waitHandle[T any](t testing.TB, h JoinHandle[T]) (T, error) {
 	case r := <-ch:
 		return r.v, r.err
 	case <-time.After(20 * time.Second):
-		t.Fatalf("timed out waiting for a task")
+		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
 	}
 }

@@ -12,19 +12,7 @@ import (
 // waitErr waits for h with a watchdog and a message naming what hung.
 func waitErr[T any](t *testing.T, h JoinHandle[T], what string) (T, error) {
 	t.Helper()
-	type res struct {
-		v   T
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() { v, err := h.Wait(); ch <- res{v, err} }()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-time.After(20 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
+	return waitHandleFor(t, h, what)
 }
 
 // A blocking job queued behind a saturated pool has not started: Abort cancels it, and
