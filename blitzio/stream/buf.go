@@ -72,7 +72,18 @@ func (b *BufReader) PollRead(cx *blitzio.Context, p []byte) (blitzio.Result[int]
 			return blitzio.Result[int]{Err: b.err}, true
 		}
 		if len(p) >= len(b.buf) {
-			return b.r.PollRead(cx, p)
+			// Checked as fill checks: no count outside p, no (0, nil), and bytes that
+			// came with an error are returned first, the error kept for the next call.
+			res, ok := b.r.PollRead(cx, p)
+			if !ok {
+				return res, false
+			}
+			n, err := counted(res, len(p))
+			if n > 0 {
+				b.err = err
+				return blitzio.Result[int]{Value: n}, true
+			}
+			return blitzio.Result[int]{Err: err}, true
 		}
 	}
 	data, ok := b.PollFill(cx)
@@ -129,14 +140,11 @@ func (b *BufReader) fill(cx *blitzio.Context) bool {
 	if !ok {
 		return false
 	}
-	switch {
-	case res.Err != nil:
-		b.err = res.Err
-	case res.Value <= 0 || res.Value > len(b.buf)-b.end:
-		b.err = errNoProgress
-	default:
-		b.end += res.Value
-	}
+	// Bytes that came with an error are kept, and the error reported after them, as
+	// bufio.Reader does.
+	n, err := counted(res, len(b.buf)-b.end)
+	b.end += n
+	b.err = err
 	return true
 }
 

@@ -46,6 +46,7 @@ type FrameReader[T any] struct {
 	start, end int
 	eof        bool
 	err        error
+	rerr       error // a read error that came with bytes: f.err once they are decoded
 	next       nextFrame[T]
 }
 
@@ -92,6 +93,10 @@ func (f *FrameReader[T]) PollNext(cx *blitzio.Context) (blitzio.Result[T], bool)
 
 // read makes room and reads once; it returns false if the stream is not ready.
 func (f *FrameReader[T]) read(cx *blitzio.Context) bool {
+	if f.rerr != nil {
+		f.err = f.rerr
+		return true
+	}
 	if f.start == f.end {
 		f.start, f.end = 0, 0
 	}
@@ -113,15 +118,17 @@ func (f *FrameReader[T]) read(cx *blitzio.Context) bool {
 	if !ok {
 		return false
 	}
+	// Bytes that came with an error are decoded before it is reported (io.Reader's
+	// rule, which tokio-util's FramedRead follows for EOF).
+	n, err := counted(res, len(f.buf)-f.end)
+	f.end += n
 	switch {
-	case res.Err == io.EOF:
+	case err == io.EOF:
 		f.eof = true
-	case res.Err != nil:
-		f.err = res.Err
-	case res.Value <= 0 || res.Value > len(f.buf)-f.end:
-		f.err = errNoProgress
-	default:
-		f.end += res.Value
+	case err != nil && n > 0:
+		f.rerr = err
+	case err != nil:
+		f.err = err
 	}
 	return true
 }

@@ -109,13 +109,13 @@ func (c *Conn) Read(b []byte) (int, error) {
 	for {
 		r, ok := c.s.PollRead(p.cx, b)
 		if ok {
-			if r.Err == io.EOF {
-				return r.Value, io.EOF // io.EOF unwrapped, as net.Conn's Read gives it
+			// Never a count outside 0..len(b) (io.Reader's contract), nor (0, nil),
+			// which makes io.Copy spin: io.ErrNoProgress, as bufio reports it.
+			n, err := counted(r, len(b))
+			if err == nil || err == io.EOF {
+				return n, err // io.EOF unwrapped, as net.Conn's Read gives it
 			}
-			if r.Err != nil {
-				return r.Value, c.ioError("read", r.Err)
-			}
-			return r.Value, nil
+			return n, c.ioError("read", err)
 		}
 		if err := c.wait(p, &c.rdl); err != nil {
 			return 0, c.opError("read", err)
@@ -136,10 +136,16 @@ func (c *Conn) Write(b []byte) (int, error) {
 	for n < len(b) {
 		r, ok := c.s.PollWrite(p.cx, b[n:])
 		if ok {
-			if r.Err != nil {
-				return n, c.ioError("write", r.Err)
+			m, err := counted(r, len(b)-n)
+			n += m
+			if r.Value == 0 && r.Err == nil {
+				// A stream that takes nothing and reports nothing would make Write
+				// loop forever: io.ErrShortWrite, as bufio.Writer reports it.
+				err = io.ErrShortWrite
 			}
-			n += r.Value
+			if err != nil {
+				return n, c.ioError("write", err)
+			}
 			continue
 		}
 		if err := c.wait(p, &c.wdl); err != nil {

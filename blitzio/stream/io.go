@@ -1,15 +1,30 @@
 package stream
 
 import (
-	"errors"
+	"fmt"
 	"io"
 
 	"github.com/blitzgo/blitz/blitzio"
 )
 
 // errNoProgress is returned when a reader or writer breaks its contract by reporting
-// ready with zero bytes and no error, which would make a loop spin forever.
-var errNoProgress = errors.New("stream: reader or writer reported no progress and no error")
+// ready with zero bytes and no error, which would make a loop spin forever, or a count
+// outside 0..len(p). It wraps io.ErrNoProgress, bufio's error for the first case.
+var errNoProgress = fmt.Errorf("stream: reader or writer reported no progress and no error, or a count outside its buffer: %w", io.ErrNoProgress)
+
+// counted checks a ready PollRead or PollWrite result for a buffer of size > 0 bytes.
+// It returns the bytes moved and the error, and the caller takes the bytes before it
+// looks at the error: AsyncReader and AsyncWriter promise never to report both, but a
+// stream adapted from io.Reader or io.Writer may, and io.Copy, io.ReadFull and bufio
+// keep such bytes ("Callers should always process the n > 0 bytes returned before
+// considering the error"). A count below 0 or above size (which bufio answers with a
+// panic), or no bytes and no error, is errNoProgress with no bytes.
+func counted(res blitzio.Result[int], size int) (int, error) {
+	if res.Value < 0 || res.Value > size || (res.Value == 0 && res.Err == nil) {
+		return 0, errNoProgress
+	}
+	return res.Value, res.Err
+}
 
 // ReadFuture is the future Read returns.
 type ReadFuture struct {
@@ -61,18 +76,19 @@ func (f *ReadFullFuture) Poll(cx *blitzio.Context) (blitzio.Result[int], bool) {
 		if !ok {
 			return blitzio.Result[int]{}, false
 		}
+		n, err := counted(res, len(f.p)-f.n)
+		f.n += n
 		switch {
-		case res.Err == io.EOF:
+		case f.n == len(f.p):
+			// Full: like io.ReadFull, an error that came with the last bytes is not
+			// this read's (the stream reports it again).
+		case err == io.EOF:
 			f.done, f.err = true, io.EOF
 			if f.n > 0 {
 				f.err = io.ErrUnexpectedEOF
 			}
-		case res.Err != nil:
-			f.done, f.err = true, res.Err
-		case res.Value <= 0:
-			f.done, f.err = true, errNoProgress
-		default:
-			f.n += res.Value
+		case err != nil:
+			f.done, f.err = true, err
 		}
 	}
 	f.done = true
@@ -102,13 +118,10 @@ func (f *WriteAllFuture) Poll(cx *blitzio.Context) (blitzio.Result[int], bool) {
 		if !ok {
 			return blitzio.Result[int]{}, false
 		}
-		switch {
-		case res.Err != nil:
-			f.done, f.err = true, res.Err
-		case res.Value <= 0 || res.Value > len(f.p)-f.n:
-			f.done, f.err = true, errNoProgress
-		default:
-			f.n += res.Value
+		n, err := counted(res, len(f.p)-f.n)
+		f.n += n // written even with an error, as io.Writer's count is
+		if err != nil {
+			f.done, f.err = true, err
 		}
 	}
 	f.done = true
@@ -126,7 +139,7 @@ type copier struct {
 	buf      []byte
 	pos, end int
 	total    int64
-	eof      bool
+	rerr     error // src's error or io.EOF, acted on once buf[pos:end] is written
 	err      error
 }
 
@@ -142,37 +155,28 @@ func (c *copier) poll(cx *blitzio.Context) bool {
 			if !ok {
 				return false
 			}
-			if res.Err != nil {
-				c.err = res.Err
+			n, err := counted(res, c.end-c.pos)
+			c.pos += n
+			c.total += int64(n) // written even with an error, as io.Copy counts them
+			if err != nil {
+				c.err = err
 				return true
 			}
-			if res.Value <= 0 || res.Value > c.end-c.pos {
-				c.err = errNoProgress
-				return true
-			}
-			c.pos += res.Value
-			c.total += int64(res.Value)
 			continue
 		}
-		if c.eof {
+		if c.rerr != nil {
+			// As io.Copy: the bytes read with the error are written first.
+			if c.rerr != io.EOF {
+				c.err = c.rerr
+			}
 			return true
 		}
 		res, ok := c.src.PollRead(cx, c.buf)
 		if !ok {
 			return false
 		}
-		switch {
-		case res.Err == io.EOF:
-			c.eof = true
-		case res.Err != nil:
-			c.err = res.Err
-			return true
-		case res.Value <= 0 || res.Value > len(c.buf):
-			c.err = errNoProgress
-			return true
-		default:
-			c.pos, c.end = 0, res.Value
-		}
+		n, err := counted(res, len(c.buf))
+		c.pos, c.end, c.rerr = 0, n, err
 	}
 }
 
