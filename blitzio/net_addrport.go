@@ -47,6 +47,9 @@ func (c *UDPConn) PollRecvFromAddrPort(cx *Context, p []byte) (Result[AddrPortDa
 // allocates nothing per datagram. An IPv4 destination on an IPv6 socket is sent to its
 // IPv4-mapped address; an IPv6 one on an IPv4 socket fails with a *net.AddrError.
 func (c *UDPConn) PollSendToAddrPort(cx *Context, p []byte, addr netip.AddrPort) (Result[int], bool) {
+	if c.fd.raddr != nil { // as net.UDPConn.WriteToUDPAddrPort
+		return Result[int]{Err: c.fd.opError("write", "sendmsg", net.ErrWriteToConnected)}, true
+	}
 	if !addr.IsValid() {
 		return Result[int]{Err: c.fd.opError("write", "sendmsg", errMissingAddress)}, true
 	}

@@ -14,6 +14,11 @@ import (
 // 0 bytes from a non-empty p is io.EOF.
 func (fd *netFD) pollRead(cx *Context, w *Waker, p []byte, peek bool) (Result[int], bool) {
 	if len(p) == 0 {
+		// As net.Conn.Read: no system call, but a closed socket still reports
+		// net.ErrClosed (internal/poll takes its read lock before it looks at len(p)).
+		if fd.closed.Load() {
+			return Result[int]{Err: fd.opError("read", "read", net.ErrClosed)}, true
+		}
 		return Result[int]{}, true
 	}
 	// TCP only (see pollIOShort): a short peek drains nothing, and a Unix stream read
@@ -51,6 +56,10 @@ func (fd *netFD) pollRead(cx *Context, w *Waker, p []byte, peek bool) (Result[in
 // SIGPIPE) of p, or of bufs when p is nil (sendmsg with an iovec per buffer).
 func (fd *netFD) pollWrite(cx *Context, w *Waker, p []byte, bufs [][]byte) (Result[int], bool) {
 	if p != nil && len(p) == 0 {
+		// As net.Conn.Write: a closed socket reports net.ErrClosed even for no bytes.
+		if fd.closed.Load() {
+			return Result[int]{Err: fd.opError("write", "write", net.ErrClosed)}, true
+		}
 		return Result[int]{}, true
 	}
 	n, err, ok := fd.pollIO(cx, dirWrite, w, func(s int) (int, error) {
@@ -234,24 +243,52 @@ func (s *TCPStream) SetKeepAlive(on bool) error {
 }
 
 // SetKeepAliveConfig sets keep-alive as net.TCPConn.SetKeepAliveConfig does: Enable,
-// and Idle, Interval (rounded up to whole seconds) and Count where they are positive.
+// and Idle, Interval (rounded up to whole seconds) and Count; as in net, a zero field
+// takes the default (15 s, 15 s, 9 probes) and a negative one leaves the option as it is.
 func (s *TCPStream) SetKeepAliveConfig(c net.KeepAliveConfig) error {
-	if err := s.SetKeepAlive(c.Enable); err != nil || !c.Enable {
+	return s.fd.opError("set", "setsockopt", s.fd.control(func(fd int) error {
+		return setKeepAliveConfig(fd, c)
+	}))
+}
+
+// Go's net defaults for keep-alive (net/dial.go), used when a KeepAliveConfig field is
+// zero and on every dialed and accepted connection.
+const (
+	defaultKeepAliveIdle     = 15 * time.Second
+	defaultKeepAliveInterval = 15 * time.Second
+	defaultKeepAliveCount    = 9
+)
+
+// defaultKeepAlive is the configuration net.DialTCP and net.TCPListener.Accept give a
+// new connection (a zero Dialer.KeepAlive): probes on, with the defaults above.
+var defaultKeepAlive = net.KeepAliveConfig{Enable: true}
+
+func setKeepAliveConfig(fd int, c net.KeepAliveConfig) error {
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, boolInt(c.Enable)); err != nil || !c.Enable {
 		return err
 	}
 	secs := func(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
+	if c.Idle == 0 {
+		c.Idle = defaultKeepAliveIdle
+	}
+	if c.Interval == 0 {
+		c.Interval = defaultKeepAliveInterval
+	}
+	if c.Count == 0 {
+		c.Count = defaultKeepAliveCount
+	}
 	if c.Idle > 0 {
-		if err := s.setInt(unix.IPPROTO_TCP, tcpKeepIdle, secs(c.Idle)); err != nil {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, tcpKeepIdle, secs(c.Idle)); err != nil {
 			return err
 		}
 	}
 	if c.Interval > 0 {
-		if err := s.setInt(unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, secs(c.Interval)); err != nil {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, secs(c.Interval)); err != nil {
 			return err
 		}
 	}
 	if c.Count > 0 {
-		if err := s.setInt(unix.IPPROTO_TCP, unix.TCP_KEEPCNT, c.Count); err != nil {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPCNT, c.Count); err != nil {
 			return err
 		}
 	}

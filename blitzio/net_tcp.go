@@ -204,6 +204,7 @@ func (l *TCPListener) pollAccept(cx *Context, w *Waker) (Result[Accepted], bool)
 	// connection does not hold it, and accepting costs one system call fewer.
 	c.lazyLocal = true
 	unix.SetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	setKeepAliveConfig(nfd, defaultKeepAlive) // as net.TCPListener.Accept
 	if _, err := c.bindTo(cx.rt); err != nil {
 		unix.Close(nfd)
 		return Result[Accepted]{Err: l.fd.opError("accept", "accept4", err)}, true
@@ -270,7 +271,8 @@ func (f *acceptFuture) Drop() {
 // bytes their own read returns. Every operation is a future: dropping one that has not
 // finished leaves the stream as if it had never been started (a read consumes no bytes;
 // a write's bytes are either reported in its result or, for WriteAll, counted by
-// Written). TCP_NODELAY is on by default, as in Go's net.
+// Written). TCP_NODELAY and keep-alive (15 s idle, 15 s interval, 9 probes) are on by
+// default, as in Go's net.
 type TCPStream struct {
 	fd *netFD
 }
@@ -563,6 +565,7 @@ func (f *dialFuture) start(cx *Context) error {
 	fd := newNetFD(s, family, unix.SOCK_STREAM, f.network)
 	fd.raddr = raddr
 	unix.SetsockoptInt(s, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	setKeepAliveConfig(s, defaultKeepAlive) // as net.DialTCP
 	if f.laddr != nil {
 		lsa, err := ipZoneToSockaddr(family, f.laddr.IP, f.laddr.Port, f.laddr.Zone)
 		if err == nil {

@@ -128,6 +128,11 @@ func (c *UDPConn) Close() error {
 }
 
 func (c *UDPConn) sockaddr(addr *net.UDPAddr) (unix.Sockaddr, error) {
+	if c.fd.raddr != nil {
+		// As net.UDPConn.WriteTo: a connected socket sends to its peer only (the
+		// kernel would send to addr).
+		return nil, c.fd.opError("write", "sendmsg", net.ErrWriteToConnected)
+	}
 	if addr == nil {
 		return nil, c.fd.opError("write", "sendmsg", errMissingAddress)
 	}
@@ -143,7 +148,8 @@ func (c *UDPConn) sockaddr(addr *net.UDPAddr) (unix.Sockaddr, error) {
 	return sa, nil
 }
 
-// SendTo returns a future that sends p as one datagram to addr.
+// SendTo returns a future that sends p as one datagram to addr. On a socket made by
+// DialUDP it fails with net.ErrWriteToConnected, as net.UDPConn.WriteTo does.
 func (c *UDPConn) SendTo(p []byte, addr *net.UDPAddr) Future[Result[int]] {
 	sa, err := c.sockaddr(addr)
 	return &sendToFuture{fd: c.fd, p: p, sa: sa, err: err}

@@ -214,6 +214,12 @@ func (s *UnixStream) CloseWrite() error {
 	return s.fd.opError("close", "shutdown", s.fd.control(func(fd int) error { return unix.Shutdown(fd, unix.SHUT_WR) }))
 }
 
+// CloseRead shuts down the reading side (shutdown(SHUT_RD)), as net.UnixConn.CloseRead:
+// reads then end with io.EOF.
+func (s *UnixStream) CloseRead() error {
+	return s.fd.opError("close", "shutdown", s.fd.control(func(fd int) error { return unix.Shutdown(fd, unix.SHUT_RD) }))
+}
+
 // Close closes the connection.
 func (s *UnixStream) Close() error {
 	if err := s.fd.Close(); err != nil {
