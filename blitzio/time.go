@@ -2,18 +2,22 @@ package blitzio
 
 import (
 	"context"
+	"os"
 	"time"
 )
 
 // ErrTimeout is the error of a Timeout or Deadline whose time ran out before its future
-// finished. errors.Is(err, context.DeadlineExceeded) is true for it, so code that already
-// handles context deadlines handles it too.
+// finished. errors.Is(err, context.DeadlineExceeded) and errors.Is(err,
+// os.ErrDeadlineExceeded) are true for it, so code that already handles context
+// deadlines, or the deadline errors of a net.Conn, handles it too.
 var ErrTimeout error = timeoutError{}
 
 type timeoutError struct{}
 
-func (timeoutError) Error() string        { return "blitzio: deadline exceeded" }
-func (timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+func (timeoutError) Error() string { return "blitzio: deadline exceeded" }
+func (timeoutError) Is(target error) bool {
+	return target == context.DeadlineExceeded || target == os.ErrDeadlineExceeded
+}
 
 // Timeout reports true, like the net.Error method, so the error is recognised as a
 // timeout by code written for the net package.
