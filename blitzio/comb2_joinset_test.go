@@ -132,7 +132,7 @@ func TestComb2JoinSetDropAborts(t *testing.T) {
 	const n = 16
 	hs := make([]JoinHandle[int], n)
 	for i := range hs {
-		hs[i] = s.Spawn(rt, dropFuture{&polls, &drops})
+		hs[i] = memberHandle(t, s, s.Spawn(rt, dropFuture{&polls, &drops}))
 	}
 	waitFor(t, "tasks polled", func() bool { return polls.Load() >= n })
 	Drop(s) // a JoinSet is a Dropper

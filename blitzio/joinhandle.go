@@ -167,11 +167,13 @@ func (h JoinHandle[T]) Wait() (T, error) {
 // waiting; after the current poll if it is running) and the handle reports ErrCancelled.
 // A task that completes during the poll in progress keeps its result. Aborting a finished
 // task does nothing. Safe from any goroutine.
-func (h JoinHandle[T]) Abort() {
-	c := h.check("Abort")
-	if c.state.abort() {
-		c.rt.schedule(&c.header, nil, false)
-	} else if _, job := c.vt.(blockingJob); job && c.state.toShutdown() {
+func (h JoinHandle[T]) Abort() { h.check("Abort").header.abort() }
+
+// abort is Abort of the task h heads (JoinHandle.Abort, AbortHandle.Abort).
+func (h *header) abort() {
+	if h.state.abort() {
+		h.rt.schedule(h, nil, false)
+	} else if _, job := h.vt.(blockingJob); job && h.state.toShutdown() {
 		// A SpawnBlocking job still in the pool's queue (scheduled, not started): its
 		// "next scheduling point" is when a pool goroutine pops it, which with every
 		// goroutine busy on long calls may be never. It has not started, so take it over
@@ -179,13 +181,57 @@ func (h JoinHandle[T]) Abort() {
 		// ErrCancelled at once, and the pool goroutine that pops it later skips it
 		// (toRunning sees it is no longer scheduled). A job already running is left
 		// alone: toShutdown only marks it, and it runs to the end keeping its result.
-		c.cancelOwned(nil)
+		h.cancelOwned(nil)
 	}
 }
 
 // IsFinished reports whether the task has completed, failed or been cancelled.
 func (h JoinHandle[T]) IsFinished() bool {
 	return life(h.check("IsFinished").state.v.Load()) == stComplete
+}
+
+// AbortHandle returns a handle that can abort the task and ask whether it has finished,
+// but not read its result (Tokio's JoinHandle::abort_handle). Give it to code that may
+// cancel the task while the result stays with whoever holds the JoinHandle. It works
+// after Detach too.
+func (h JoinHandle[T]) AbortHandle() AbortHandle {
+	return AbortHandle{h: &h.check("AbortHandle").header}
+}
+
+// AbortHandle can cancel a task and ask whether it has finished, but cannot read the
+// task's result, wait for it, or detach it: it is Tokio's AbortHandle. JoinSet.Spawn
+// returns one, since the set owns the results of its tasks; JoinHandle.AbortHandle makes
+// one for any task. Unlike a JoinHandle it has no type parameter, so handles of tasks of
+// different result types can be kept together.
+//
+// An AbortHandle is a small value: copy it freely, and use its copies from any goroutine,
+// task or runtime at the same time. It stays valid after the task finishes (Abort then
+// does nothing) and keeps the task's memory reachable while it is held. The zero
+// AbortHandle is not a handle of any task; its methods panic with a message that says so.
+type AbortHandle struct {
+	h *header
+}
+
+// check panics with a clear message if a is the zero AbortHandle (op names the method).
+func (a AbortHandle) check(op string) *header {
+	if a.h == nil {
+		panic("blitzio: AbortHandle." + op + " called on the zero AbortHandle (not a handle of any task)")
+	}
+	return a.h
+}
+
+// Abort cancels the task, as JoinHandle.Abort does: it is dropped at its next scheduling
+// point (at once if it is waiting; after the current poll if it is running), and its
+// result becomes ErrCancelled, which is what JoinSet.Next or the task's JoinHandle then
+// report. A task that completes during the poll in progress keeps its result. Aborting a
+// finished task does nothing, as does aborting twice. Safe from any goroutine.
+func (a AbortHandle) Abort() { a.check("Abort").abort() }
+
+// IsFinished reports whether the task has completed, failed or been cancelled. Once true
+// it stays true. After Abort it may still be false for a moment: a task being polled is
+// dropped when its poll returns.
+func (a AbortHandle) IsFinished() bool {
+	return life(a.check("IsFinished").state.v.Load()) == stComplete
 }
 
 // Detach gives up the handle: the task keeps running, and its result is released as soon

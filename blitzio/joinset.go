@@ -23,9 +23,10 @@ var ErrJoinSetEmpty = errors.New("blitzio: JoinSet is empty")
 //	}
 //
 // A task that panics gives its result with a *PanicError, a task that is aborted one
-// with ErrCancelled; either way the others carry on. AbortAll cancels every task still
-// in the set; Drop (a JoinSet is a Dropper) does too, so a JoinSet held by a future is
-// cleaned up when that future is dropped, and nothing spawned into it outlives it.
+// with ErrCancelled; either way the others carry on. The AbortHandle Spawn returns
+// cancels one task; AbortAll cancels every task still in the set; Drop (a JoinSet is a
+// Dropper) does too, so a JoinSet held by a future is cleaned up when that future is
+// dropped, and nothing spawned into it outlives it.
 //
 // The zero JoinSet is empty and ready to use. A JoinSet must not be copied after first
 // use. All its methods are safe for concurrent use, and any number of tasks and
@@ -41,7 +42,9 @@ type JoinSet[T any] struct {
 }
 
 // joinSetMember is one task of a set; it is also the waker the set registers on the
-// task's JoinHandle, so the task's completion queues it in done.
+// task's JoinHandle, so the task's completion queues it in done. The set holds the only
+// JoinHandle of the task (Spawn hands out an AbortHandle), so nothing else can await the
+// handle or detach it: the result is always there for Next to read.
 type joinSetMember[T any] struct {
 	set  *JoinSet[T]
 	h    JoinHandle[T]
@@ -51,12 +54,11 @@ type joinSetMember[T any] struct {
 }
 
 // Spawn spawns f as a task (on sp: a *Runtime, or the *Context of a task, as for the
-// package's Spawn) and adds it to the set. The returned handle may be used as well (to
-// Abort this one task, or to await it elsewhere); the set returns the task's result
-// from Next regardless. Do not Detach it: the set reads the result through the handle,
-// so Next panics when it reaches a task whose handle was detached. Spawn panics if the
-// set has been dropped.
-func (s *JoinSet[T]) Spawn(sp Spawner, f Future[T]) JoinHandle[T] {
+// package's Spawn) and adds it to the set, whose Next returns the task's result. The
+// returned AbortHandle can cancel this one task (Next then returns it with ErrCancelled)
+// or ask whether it has finished, from any goroutine; the result itself belongs to the
+// set, as with Tokio's JoinSet::spawn. Spawn panics if the set has been dropped.
+func (s *JoinSet[T]) Spawn(sp Spawner, f Future[T]) AbortHandle {
 	s.mu.Lock()
 	if s.dropped {
 		s.mu.Unlock()
@@ -80,15 +82,17 @@ func (s *JoinSet[T]) Spawn(sp Spawner, f Future[T]) JoinHandle[T] {
 	if life(cur) == stComplete || !h.c.registerJoinWaker(cur, Waker{t: m}) {
 		m.wake(nil)
 	}
-	return h
+	return AbortHandle{h: &h.c.header}
 }
 
 // wake implements wakeTarget: the member's task has completed, or this is a spurious
 // wake-up. A JoinHandle awaited by many waiters wakes its whole waiter list now and then
 // and expects the live ones to poll again and re-register (futures tolerate spurious
-// wake-ups); the member is such a waiter, so it must check that the task has really
-// completed (the completer marks it complete before it wakes anyone) and otherwise
-// register again, or Next would return the zero value of a task still running.
+// wake-ups). The member is the only waiter of its handle, since the set keeps the handle
+// to itself, but it checks all the same that the task has really completed (the
+// completer marks it complete before it wakes anyone) and otherwise registers again:
+// returning the zero value of a task still running as its result would be far worse than
+// the cost of one load.
 func (m *joinSetMember[T]) wake(cx *Context) {
 	if c := m.h.c; life(c.state.v.Load()) != stComplete {
 		if m.gone.Load() {
@@ -159,15 +163,6 @@ func (s *JoinSet[T]) tryNext(w Waker) (Result[T], bool) {
 		}
 		s.remove(m)
 		s.mu.Unlock()
-		if m.h.c.state.v.Load()&flagJoinInterest == 0 {
-			// The handle Spawn returned was detached: the task's output is released (or
-			// about to be), so what the set would read is a zero value, not the task's
-			// result. Fail loudly, as JoinHandle.Poll does after Detach, rather than pass
-			// it off as a result with a nil error. The task has left the set.
-			panic("blitzio: JoinSet.Next after the task's JoinHandle was detached: its result is " +
-				"released, so the set cannot return it (use JoinHandle.Abort, not Detach, on a " +
-				"handle JoinSet.Spawn returned)")
-		}
 		return m.h.result(), true
 	}
 	if len(s.live) == 0 {
@@ -255,7 +250,7 @@ func (s *JoinSet[T]) WaitNext() (T, error) {
 	}
 }
 
-// AbortAll cancels every task in the set (JoinHandle.Abort). The tasks stay in the set
+// AbortAll cancels every task in the set (AbortHandle.Abort). The tasks stay in the set
 // until their results are taken: Next then returns ErrCancelled for each task that the
 // abort stopped, and the result of each that had finished first.
 func (s *JoinSet[T]) AbortAll() {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/blitzgo/blitz/blitzio"
+	"github.com/blitzgo/blitz/blitzio/examples/internal/acceptloop"
 	"github.com/blitzgo/blitz/blitzio/stream"
 )
 
@@ -54,22 +55,22 @@ func run(addr string, grace time.Duration) error {
 
 	accepting := blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
 		defer l.Close()
-		for {
-			// Accept or stop, whichever comes first.
-			sel := blitzio.Await(co, blitzio.Select2(l.Accept(), stop.Done()))
-			if sel.Index == 1 {
-				return nil
-			}
-			if sel.V1.Err != nil {
-				return sel.V1.Err
-			}
-			guard, err := stop.Guard()
-			if err != nil { // the shutdown began meanwhile: refuse the connection
-				sel.V1.Value.Conn.Close()
-				return nil
-			}
-			blitzio.Spawn(co, serve(sel.V1.Value.Conn, guard))
-		}
+		// Accept or stop, whichever comes first; an accept error is logged and retried
+		// after a back-off (5 ms up to 1 s), as net/http does, rather than ending the
+		// server.
+		return acceptloop.Run(co, l, acceptloop.Config{
+			Stop: stop.Done,
+			Logf: func(format string, args ...any) { log.Printf("echo: "+format, args...) },
+			Handle: func(co *blitzio.Co, a blitzio.Accepted) bool {
+				guard, err := stop.Guard()
+				if err != nil { // the shutdown began meanwhile: refuse the connection
+					a.Conn.Close()
+					return false
+				}
+				blitzio.Spawn(co, serve(a.Conn, guard))
+				return true
+			},
+		})
 	}))
 
 	// Wait for the signal, then for the connections in flight (up to grace); then the

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/blitzgo/blitz/blitzio"
+	"github.com/blitzgo/blitz/blitzio/examples/internal/acceptloop"
 	"github.com/blitzgo/blitz/blitzio/stream"
 )
 
@@ -203,16 +204,16 @@ func run(addr string) error {
 	db := &store{data: map[string]entry{}, origin: origin, base: origin.UnixMilli()}
 	blitzio.Spawn(rt, blitzio.Async(func(co *blitzio.Co) error {
 		defer l.Close()
-		for {
-			sel := blitzio.Await(co, blitzio.Select2(l.Accept(), stop.Done()))
-			if sel.Index == 1 {
-				return nil
-			}
-			if sel.V1.Err != nil {
-				return sel.V1.Err
-			}
-			blitzio.Spawn(co, serve(rt, db, sel.V1.Value.Conn))
-		}
+		// An accept error is logged and retried after a back-off (5 ms up to 1 s), as
+		// net/http does; only the shutdown (or a closed listener) ends the loop.
+		return acceptloop.Run(co, l, acceptloop.Config{
+			Stop: stop.Done,
+			Logf: func(format string, args ...any) { log.Printf("resp: "+format, args...) },
+			Handle: func(co *blitzio.Co, a blitzio.Accepted) bool {
+				blitzio.Spawn(co, serve(rt, db, a.Conn))
+				return true
+			},
+		})
 	}))
 	<-stop.Context().Done()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
