@@ -99,7 +99,9 @@
 //
 // Inside a task, Spawn(cx, f) queues the child on the current worker. JoinHandle is itself
 // a future, and any number of tasks and goroutines may await or Wait on copies of one
-// handle; Abort cancels a task at its next scheduling point; a panic in Poll becomes a
+// handle; Abort cancels a task at its next scheduling point (an AbortHandle, from
+// JoinHandle.AbortHandle or JoinSet.Spawn, can abort and query a task but not read its
+// result, as Tokio's); a panic in Poll becomes a
 // *PanicError on the handle and the worker carries on. A panic in a dropped future's Drop
 // is reported on the handle too (joined to its error), and a runtime.Goexit in a task's
 // code (t.Fatal in a test) completes the task with ErrGoexit while the runtime replaces

@@ -6,8 +6,9 @@ import (
 	"unsafe"
 )
 
-// ErrCancelled is the error of a task that was aborted (JoinHandle.Abort) or dropped by
-// Runtime.Shutdown before it finished, and of a task spawned on a closed runtime.
+// ErrCancelled is the error of a task that was aborted (JoinHandle.Abort, AbortHandle.Abort)
+// or dropped by Runtime.Shutdown before it finished, and of a task spawned on a closed
+// runtime.
 var ErrCancelled = errors.New("blitzio: task cancelled")
 
 // ErrGoexit is the error of a task whose code called runtime.Goexit (t.Fatal, t.FailNow
