@@ -180,7 +180,11 @@ func (b *BufReader) pollUntil(cx *blitzio.Context, delim byte) ([]byte, bool, er
 				n := copy(b.buf, b.buf[b.start:b.end])
 				b.start, b.end = 0, n
 			} else {
-				grown := make([]byte, min(2*len(b.buf), b.maxLine+1))
+				size := 2 * len(b.buf)
+				if b.maxLine < size-1 { // maxLine+1 would overflow for math.MaxInt
+					size = b.maxLine + 1
+				}
+				grown := make([]byte, size)
 				if len(grown) <= len(b.buf) {
 					return nil, true, ErrTooLong
 				}

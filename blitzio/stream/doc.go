@@ -8,7 +8,9 @@
 //     (Write, Flush).
 //   - Framing: a Decoder splits bytes into frames and an Encoder writes them;
 //     FrameReader and FrameWriter drive them over a stream. LinesCodec and
-//     LengthDelimitedCodec are the two framings most protocols need.
+//     LengthDelimitedCodec are the two framings most protocols need; the latter's
+//     fields describe length headers of any layout (offset, 1 to 8 bytes, either byte
+//     order, adjusted lengths, skipped or kept headers), as tokio-util's builder does.
 //   - Duplex: a connected pair of in-memory streams for tests (like net.Pipe, with a
 //     buffer).
 //
