@@ -14,7 +14,7 @@ import (
 // body is a request body: Content-Length or chunked framing over the connection's read
 // buffer and socket. Reads block the calling goroutine, parked on a channel until the
 // driver reports bytes (never spinning). It is safe for use from one goroutine at a
-// time, and Close may come from any.
+// time, and Close may come from any (it does not wait for a Read in progress).
 type body struct {
 	mu             sync.Mutex
 	c              *conn
@@ -26,9 +26,17 @@ type body struct {
 	total          int64
 	continueNeeded bool
 	eof            bool
-	closed         atomic.Bool // set without the lock: a reader parked in Read holds it
+	ended          bool          // conn.bodyEnded called
+	closed         atomic.Uint32 // bodyOpen...; set without the lock: a parked Read holds it
 	err            error
 }
+
+// body.closed: reads fail once the handler has closed the body or its request has ended.
+const (
+	bodyOpen uint32 = iota
+	bodyClosed
+	bodyDone // endRequest: the request has ended
+)
 
 const (
 	chunkSize uint8 = iota
@@ -40,29 +48,42 @@ const (
 var (
 	errMalformedChunk = errors.New("httpserve: malformed chunked encoding")
 	errBodyAfterClose = http.ErrBodyReadAfterClose
+	errNotDrained     = errors.New("httpserve: request body too large to drain")
 )
 
 // Read implements io.Reader.
 func (b *body) Read(p []byte) (int, error) {
-	if b.closed.Load() {
+	if b.closed.Load() != bodyOpen {
 		return 0, errBodyAfterClose
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed.Load() {
+	if b.closed.Load() != bodyOpen {
 		return 0, errBodyAfterClose
 	}
 	return b.readLocked(p)
 }
 
-// Close implements io.Closer. Reads after it fail; the server discards what is left
-// after the handler returns.
+// Close implements io.Closer: reads after it fail. As net/http's, it first reads and
+// drops what is left of the body, up to 256 KB, so that the connection can serve the
+// next request (a larger rest, or a client waiting for 100 Continue, gets the
+// connection closed after the response instead); with the body read to its end, the
+// socket is watched while the handler runs. A Close while a Read is in progress on
+// another goroutine does not wait for it, and drops nothing (the server does after
+// the handler).
 func (b *body) Close() error {
-	b.closed.Store(true)
+	if !b.closed.CompareAndSwap(bodyOpen, bodyClosed) {
+		return nil
+	}
+	if b.mu.TryLock() {
+		b.discardLocked()
+		b.mu.Unlock()
+	}
 	return nil
 }
 
-func (b *body) close() { b.Close() }
+// close ends the body when its request ends; it never blocks.
+func (b *body) close() { b.closed.Store(bodyDone) }
 
 // mustCloseIfUnread reports whether what is left of the body forbids reusing the
 // connection: a client still waiting for 100 Continue, or more than maxDiscardBody
@@ -121,6 +142,10 @@ func (b *body) readLocked(p []byte) (int, error) {
 	if err != nil && err != io.EOF {
 		b.err = err
 		b.c.mustClose.Store(true)
+	}
+	if b.eof && !b.ended {
+		b.ended = true
+		b.c.bodyEnded(b) // the socket is watched from now on
 	}
 	return n, err
 }
@@ -277,6 +302,11 @@ func (b *body) discardRest() bool {
 		return false // still being read by a goroutine the handler left behind
 	}
 	defer b.mu.Unlock()
+	return b.discardLocked()
+}
+
+// discardLocked is discardRest with b.mu held (Close calls it too).
+func (b *body) discardLocked() bool {
 	if b.eof {
 		return b.err == nil
 	}
@@ -314,11 +344,18 @@ func (b *body) discardRest() bool {
 			break
 		}
 		if err != nil || total > maxDiscardBody {
+			if b.err == nil {
+				b.err = errNotDrained // a later discard gives up at once
+			}
 			return false
 		}
 	}
 	if c.r0 == c.r1 {
 		c.r0, c.r1 = 0, 0
+	}
+	if !b.ended {
+		b.ended = true
+		c.bodyEnded(b) // the end was in the buffer: readLocked did not see it
 	}
 	return true
 }

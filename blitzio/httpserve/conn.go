@@ -42,6 +42,17 @@ const (
 	ownDetached
 )
 
+// Who reads the socket while a handler runs (conn.wstate, under conn.rmu). net/http
+// reads in the background while a handler runs, once its request body has been read,
+// to see a client that goes away; this is that watch. While it is on, the task owns
+// the read buffer and reads into it when woken; the handler goroutine takes it back
+// when the handler returns (or hijacks).
+const (
+	watchOff  uint8 = iota // the handler goroutine (or its body reader) owns the read side
+	watchBody              // the handler runs; the watch starts when its body reaches its end
+	watchOn                // the task watches the socket
+)
+
 // Task phases while the task owns the connection.
 const (
 	phaseRead   uint8 = iota // waiting for or reading a request head
@@ -76,14 +87,19 @@ type conn struct {
 	wakerSet  atomic.Bool
 	taskWaker blitzio.Waker
 	aborted   atomic.Bool // Server.Close: stop at once
-	ext       *connExt    // set when the Server has ConnState, BaseContext or ConnContext
+	// readArmed: a read with the task's waker returned pending since the task's last
+	// poll, so the task will be polled when bytes come (a poll clears it). Starting the
+	// watch then needs no read of its own.
+	readArmed atomic.Bool
+	ext       *connExt // set when the Server has ConnState, BaseContext or ConnContext
 
 	// Task-side state.
 	phase   uint8
 	fresh   bool // no byte read yet: idleDL is the first request's header deadline
 	linger  bool
 	dropped bool
-	active  bool // StateActive reported (owned like the buffers)
+	active  bool  // StateActive reported (owned like the buffers)
+	wstate  uint8 // the watch of the socket while a handler runs (see watchOff), under rmu
 	sleep   *blitzio.SleepFuture
 	armed   int64   // the deadline the sleep is armed for (unix ns), 0 for none
 	idleDL  int64   // idle or header deadline of the read phase, 0 for none
@@ -99,13 +115,23 @@ type conn struct {
 	// are that reader's: the server neither reads nor releases them (the buffer is left
 	// to the garbage collector, not pooled, so no other connection can see it), and the
 	// connection closes, which ends the read.
-	bodyBusy   bool
-	lastPost   bool
-	hijacked   bool
-	req        *http.Request
-	bundle     *reqBundle
-	guard      *blitzio.WorkGuard
+	bodyBusy bool
+	lastPost bool
+	hijacked bool
+	// rEOF: the watch saw the end of the stream or a read error. No more bytes will
+	// come: the requests already buffered are served, with their contexts cancelled,
+	// and the connection closes after them.
+	rEOF   atomic.Bool
+	req    *http.Request
+	bundle *reqBundle
+	// guards: the Coordinator guards of the request in flight and of those whose
+	// responses are queued in out, not yet written; released once they are (or the
+	// connection has failed). Made on first use: only with a Coordinator.
+	guards     *[]*blitzio.WorkGuard
 	remoteAddr string
+	// rmu guards wstate; while wstate is watchOn, rbuf, r0 and r1 are the task's, used
+	// under rmu.
+	rmu sync.Mutex
 
 	// Deadlines of the request in flight (unix ns, 0 for none); the task's timer sets
 	// the hit flags and wakes the parked reader or writer.
@@ -224,6 +250,7 @@ func (c *conn) abort() {
 
 // Poll is the connection's task.
 func (c *conn) Poll(cx *blitzio.Context) (struct{}, bool) {
+	c.readArmed.Store(false) // this poll may be the wake-up of a pending read
 	if !c.wakerSet.Load() {
 		c.taskWaker = cx.Waker()
 		c.wakerSet.Store(true)
@@ -238,9 +265,11 @@ func (c *conn) Poll(cx *blitzio.Context) (struct{}, bool) {
 				continue
 			}
 			c.pollHandlerTimers(cx)
+			c.pollWatch(cx)
 			return struct{}{}, false
 		case ownHandlerWoken:
 			c.pollHandlerTimers(cx)
+			c.pollWatch(cx)
 			return struct{}{}, false
 		case ownDetached:
 			c.disarm()
@@ -419,6 +448,7 @@ func (c *conn) pollRead(cx *blitzio.Context) bool {
 			c.r0, c.r1 = 0, 0
 			r, ok := c.s.PollRead(cx, *buf)
 			if !ok {
+				c.readArmed.Store(true)
 				if cap(*buf) == readBufSize {
 					readBufs.Put(buf)
 				}
@@ -493,6 +523,7 @@ func (c *conn) pollRead(cx *blitzio.Context) bool {
 			}
 			r, ok := c.s.PollRead(cx, (*c.rbuf)[c.r1:])
 			if !ok {
+				c.readArmed.Store(true)
 				if c.arm(cx, c.idleDL) {
 					c.phase = phaseClose // the head is late: drop it, as net/http does
 					return true
@@ -672,6 +703,15 @@ func (c *conn) dispatch(cx *blitzio.Context) {
 	} else {
 		c.wdl.Store(0)
 	}
+	if c.bundle.pr.contentLength == 0 {
+		// No body: the socket is watched from now on (see pollWatch). Its first read
+		// is done here, before the hand-off, so that the task's waker is with the
+		// driver; an end of stream seen now cancels the context as the handler starts.
+		c.rmu.Lock()
+		c.wstate = watchOn
+		c.watchLocked(cx)
+		c.rmu.Unlock()
+	}
 	c.owner.Store(ownHandler)
 	srv.pool.get().ch <- c
 	// Let the handler goroutine just made runnable have this P now. Otherwise it waits
@@ -695,6 +735,120 @@ func (c *conn) handBack(wake bool, to int32) {
 	}
 	c.owner.Store(to)
 	c.taskWaker.Wake()
+}
+
+// pollWatch is the task's part of the watch: woken while a handler runs, it reads what
+// came into the read buffer, and cancels the request's context at the end of the
+// stream or on a read error.
+func (c *conn) pollWatch(cx *blitzio.Context) {
+	c.rmu.Lock()
+	ended := c.wstate == watchOn && c.watchLocked(cx)
+	c.rmu.Unlock()
+	if ended {
+		c.cancelIfEnded()
+	}
+}
+
+// watchLocked reads what the socket has into the read buffer, with cx's waker left
+// with the driver when it has nothing, until the buffer is full (then it stops: the
+// bytes wait in the socket until the buffer drains, as net/http stops reading once it
+// holds a byte of the next request). It reports whether it saw the end of the stream
+// or an error, which it records in rEOF. The caller holds rmu and owns the read side
+// (the task while wstate is watchOn, or the goroutine starting the watch).
+func (c *conn) watchLocked(cx *blitzio.Context) bool {
+	if c.rEOF.Load() {
+		return false
+	}
+	for {
+		if c.rbuf == nil {
+			c.rbuf = readBufs.Get().(*[]byte)
+			c.r0, c.r1 = 0, 0
+		}
+		if c.r1 == len(*c.rbuf) {
+			if c.r0 == 0 {
+				return false // full
+			}
+			n := copy(*c.rbuf, (*c.rbuf)[c.r0:c.r1])
+			c.r0, c.r1 = 0, n
+		}
+		r, ok := c.s.PollRead(cx, (*c.rbuf)[c.r1:])
+		if !ok {
+			c.readArmed.Store(true)
+			return false
+		}
+		if r.Err != nil {
+			c.rEOF.Store(true)
+			return true
+		}
+		c.r1 += r.Value
+	}
+}
+
+// cancelIfEnded cancels the request in flight, with context.Canceled as net/http, once
+// the watch has seen the end of the stream. (Both the watch, after it sets rEOF, and
+// the goroutine, after it publishes the request in cur, call it: one of them sees the
+// other's store.)
+func (c *conn) cancelIfEnded() {
+	if c.rEOF.Load() {
+		c.cancelCurrent()
+	}
+}
+
+// beginWatch starts the watch for a request without a body, from the serving
+// goroutine before its handler runs (the task has started it already for the request
+// it dispatched); cx has the task's waker. If a read with the task's waker is pending,
+// the task will be woken by the next bytes and do the reading; otherwise this does the
+// first read.
+func (c *conn) beginWatch(cx *blitzio.Context) {
+	c.rmu.Lock()
+	if c.wstate != watchOn {
+		c.wstate = watchOn
+		if !c.readArmed.Load() {
+			c.watchLocked(cx)
+		}
+	}
+	c.rmu.Unlock()
+	c.cancelIfEnded()
+}
+
+// bodyEnded starts the watch when the handler has read its request's body to the end
+// (net/http's background read starts then too). b's reader calls it, holding b.mu.
+func (c *conn) bodyEnded(b *body) {
+	c.rmu.Lock()
+	if c.wstate != watchBody || b.closed.Load() == bodyDone {
+		// The handler has returned: this is a reader it left behind (endRequest ended
+		// the body before any next request could set watchBody).
+		c.rmu.Unlock()
+		return
+	}
+	c.wstate = watchOn
+	if !c.readArmed.Load() {
+		c.watchLocked(b.w.cx)
+	}
+	c.rmu.Unlock()
+	c.cancelIfEnded()
+}
+
+// stopWatch gives the read side back to the serving goroutine: the handler has
+// returned, or is hijacking the connection. Idempotent.
+func (c *conn) stopWatch() {
+	c.rmu.Lock()
+	c.wstate = watchOff
+	c.rmu.Unlock()
+}
+
+// releaseGuards releases the Coordinator guards held: called between requests, when
+// the responses queued have been written (or can no longer be).
+func (c *conn) releaseGuards() {
+	if c.guards == nil {
+		return
+	}
+	gs := *c.guards
+	for i, g := range gs {
+		g.Release()
+		gs[i] = nil
+	}
+	*c.guards = gs[:0]
 }
 
 // nextRequestBuffered parses a pipelined request already in the buffer. It returns
@@ -764,9 +918,19 @@ func (c *conn) serve(hw *hworker) {
 		if !normal {
 			// runtime.Goexit in the handler (a panic was recovered below): the
 			// connection is closed, and this goroutine ends (the pool starts another).
+			if c.hijacked {
+				// Not the server's connection any more: the hijacker keeps it open.
+				c.endRequest()
+				c.releaseGuards()
+				c.releaseRead()
+				c.releaseOut()
+				c.handBack(true, ownDetached)
+				return
+			}
 			c.closeAfter = true
 			c.endRequest()
 			c.flushOut()
+			c.releaseGuards()
 			c.releaseRead()
 			c.releaseOut()
 			c.handBack(true, ownTask)
@@ -774,14 +938,15 @@ func (c *conn) serve(hw *hworker) {
 	}()
 	srv := c.srv
 	needTimer := srv.idleTimeout() > 0 || srv.headerTimeout() > 0
-	// The read-ahead's Context (the runtime and the task's waker) lives for this busy
-	// period only: an idle connection keeps none.
-	var taskCx *blitzio.Context
+	// The Context of the read-ahead and of the watch's first reads (the runtime and the
+	// task's waker) lives for this busy period only: an idle connection keeps none.
+	hw.cx = *blitzio.NewContext(c.rt, c.taskWaker)
 	defer func() { hw.batch = "" }() // keep no request's bytes alive while parked
 	for {
-		keep := c.serveRequest()
+		keep := c.serveRequest(&hw.cx)
 		if c.hijacked {
 			normal = true
+			c.releaseGuards() // the responses before it were written by Hijack
 			c.releaseRead()
 			c.releaseOut()
 			c.handBack(true, ownDetached)
@@ -795,7 +960,9 @@ func (c *conn) serve(hw *hworker) {
 			// As net/http, the response is on the wire before StateIdle is reported: a
 			// hook may close idle connections, which must not cut it. (This gives up the
 			// batching of pipelined responses, only when ConnState is set.)
-			if c.flushOut() != nil {
+			err := c.flushOut()
+			c.releaseGuards()
+			if err != nil {
 				c.closeAfter = true
 				break
 			}
@@ -813,8 +980,14 @@ func (c *conn) serve(hw *hworker) {
 		if c.r0 != c.r1 {
 			break // part of a head: the task reads the rest
 		}
-		if c.flushOut() != nil {
+		err := c.flushOut()
+		c.releaseGuards()
+		if err != nil {
 			c.closeAfter = true
+			break
+		}
+		if c.rEOF.Load() {
+			c.closeAfter = true // the client has sent all it will: nothing more to serve
 			break
 		}
 		if needTimer || c.rbuf == nil {
@@ -823,12 +996,9 @@ func (c *conn) serve(hw *hworker) {
 		// Read-ahead with the task's waker: if the next request is here, serve it on
 		// this goroutine; if not, the task's waker stays with the driver and the
 		// connection goes idle without waking the task.
-		if taskCx == nil {
-			hw.cx = *blitzio.NewContext(c.rt, c.taskWaker)
-			taskCx = &hw.cx
-		}
-		r, ok := c.s.PollRead(taskCx, *c.rbuf)
+		r, ok := c.s.PollRead(&hw.cx, *c.rbuf)
 		if !ok {
+			c.readArmed.Store(true)
 			c.releaseRead()
 			c.releaseOut()
 			normal = true
@@ -845,6 +1015,7 @@ func (c *conn) serve(hw *hworker) {
 		}
 	}
 	c.flushOut()
+	c.releaseGuards()
 	if !c.bodyBusy && c.r0 == c.r1 {
 		c.releaseRead()
 	}
@@ -876,7 +1047,7 @@ func (hw *hworker) headString(b []byte, off, n int) string {
 
 // serveRequest runs the handler on c.req and completes its response into the output
 // batch. It reports whether the connection may serve another request.
-func (c *conn) serveRequest() (keep bool) {
+func (c *conn) serveRequest(cx *blitzio.Context) (keep bool) {
 	req := c.req
 	bd := c.bundle
 	if x := c.ext; x != nil && x.ctx != nil {
@@ -885,7 +1056,10 @@ func (c *conn) serveRequest() (keep bool) {
 	c.cur.Store(&bd.ctx)
 	if co := c.srv.Coordinator; co != nil {
 		if g, err := co.Guard(); err == nil {
-			c.guard = g
+			if c.guards == nil {
+				c.guards = new([]*blitzio.WorkGuard)
+			}
+			*c.guards = append(*c.guards, g)
 		} else {
 			c.closeAfter = true
 		}
@@ -895,6 +1069,13 @@ func (c *conn) serveRequest() (keep bool) {
 	if b, ok := req.Body.(*body); ok {
 		w.body = b
 		b.w = w
+		// The watch starts when the handler has read the body to its end.
+		w.cx = cx
+		c.rmu.Lock()
+		c.wstate = watchBody
+		c.rmu.Unlock()
+	} else {
+		c.beginWatch(cx)
 	}
 	returned := false
 	defer func() {
@@ -902,11 +1083,13 @@ func (c *conn) serveRequest() (keep bool) {
 			// runtime.Goexit in the handler: as net/http, what it wrote and was not
 			// sent yet is dropped (the held-back body must not go out without its
 			// head), and the connection closes.
+			c.stopWatch()
 			w.abandon()
 		}
 		c.endRequest()
 	}()
 	ok := c.runHandler(w, req)
+	c.stopWatch()
 	returned = true
 	if !ok {
 		// The handler panicked: the connection closes after the responses before it.
@@ -948,8 +1131,8 @@ func (c *conn) runHandler(w *response, req *http.Request) (ok bool) {
 	return true
 }
 
-// endRequest ends the request in flight: its context is cancelled, its body closed, its
-// guard released. It is idempotent (it runs again after a Goexit).
+// endRequest ends the request in flight: its context is cancelled, its body closed. It
+// is idempotent (it runs again after a Goexit).
 func (c *conn) endRequest() {
 	if x := c.cur.Swap(nil); x != nil {
 		x.cancel()
@@ -969,10 +1152,9 @@ func (c *conn) endRequest() {
 			bd.pr = nil
 		}
 	}
-	if c.guard != nil {
-		c.guard.Release()
-		c.guard = nil
-	}
+	// The request's guard stays in guards until its response is written
+	// (releaseGuards), so that the coordinator's InFlight counts it while it waits in
+	// the batch or for the socket.
 	c.bundle = nil
 	c.req = nil
 }
@@ -1024,6 +1206,15 @@ func (c *conn) writeAll(b []byte) error {
 	return nil
 }
 
+// cancelCurrent cancels the context of the request in flight: a read of its body from
+// the socket failed (the end of the stream, an error, the read deadline), which
+// net/http's connection reader answers so too.
+func (c *conn) cancelCurrent() {
+	if x := c.cur.Load(); x != nil {
+		x.cancelWith(context.Canceled)
+	}
+}
+
 // readSome reads into p from a goroutine (a request body), parking it until bytes come.
 func (c *conn) readSome(p []byte) (int, error) {
 	var pk *parker
@@ -1035,6 +1226,7 @@ func (c *conn) readSome(p []byte) (int, error) {
 	}()
 	for {
 		if c.rdlHit.Load() {
+			c.cancelCurrent()
 			return 0, &net.OpError{Op: "read", Net: "tcp", Addr: c.s.RemoteAddr(), Err: os.ErrDeadlineExceeded}
 		}
 		if pk == nil {
@@ -1043,6 +1235,9 @@ func (c *conn) readSome(p []byte) (int, error) {
 		}
 		r, ok := c.s.PollRead(pk.cx, p)
 		if ok {
+			if r.Err != nil {
+				c.cancelCurrent()
+			}
 			return r.Value, r.Err
 		}
 		if c.rdlHit.Load() {
@@ -1083,11 +1278,14 @@ func (c *conn) fill(limit int) error {
 var errLineTooLong = errors.New("httpserve: chunk header line too long")
 
 // reqBundle is what one request allocates beside its header map and head string, in
-// one allocation of 736 bytes (768-byte class): its http.Request and URL, context,
-// ResponseWriter, and the slots of single-valued headers. A body reader is allocated
-// apart, when there is a body; the parsed head, which only the server sees, is pooled. Nothing of it is reused for another request, so a handler
-// that keeps its ResponseWriter or body past its return (a bug net/http tolerates) only
-// gets errors, never another request's data; and an idle connection keeps none of it.
+// one allocation of 760 bytes (with the allocator's 8-byte header for an object over
+// 512 bytes holding pointers, the 768-byte size class; TestHostile9SizeClasses keeps it
+// there): its http.Request and URL, context, ResponseWriter, and the slots of
+// single-valued headers. A body reader is allocated apart, when there is a body; the
+// parsed head, which only the server sees, is pooled. Nothing of it is reused for
+// another request, so a handler that keeps its ResponseWriter or body past its return
+// (a bug net/http tolerates) only gets errors, never another request's data; and an
+// idle connection keeps none of it.
 type reqBundle struct {
 	req  http.Request
 	ctx  reqCtx

@@ -37,6 +37,16 @@
 // full socket, or for request body bytes, parks on a channel until the driver wakes it
 // (no spinning, no thread held).
 //
+// While a handler runs, once it has read its request body to the end (or there is
+// none), the connection's task watches the socket, as net/http's background read does:
+// bytes that arrive are kept in the read buffer for the next request (until the buffer
+// is full; the task then stops reading until it drains), and the end of the stream or a
+// read error cancels the request's context with context.Canceled. So a handler waiting
+// on r.Context().Done(), a long poll, is released when its client goes away. A client
+// that only half-closes (shutdown of its writing side) after its request is seen the
+// same way, as by net/http: the context is cancelled, and what the handler writes is
+// still sent. Bytes of a next request do not cancel anything.
+//
 // Timeouts use the runtime's timer wheel from the connection task: IdleTimeout and
 // ReadHeaderTimeout close the connection; ReadTimeout and WriteTimeout (and the
 // deadlines set with http.ResponseController) make the handler's body reads and writes
@@ -49,11 +59,13 @@
 // (HTTP/1.0: the close ends the body), Date, Content-Type sniffing, informational 1xx
 // responses, Expect: 100-continue (the 100 is sent when the handler first reads the
 // body; a handler that answers without reading it gets the connection closed), request
-// bodies with Content-Length or chunked, the unread rest of a small body discarded
-// after the handler (a large one closes the connection), http.Flusher, http.Hijacker
-// (a stream.Conn and a bufio.ReadWriter holding the bytes already read), a handler
-// panic logged with its stack and the connection closed (http.ErrAbortHandler
-// silently), runtime.Goexit in a handler closing the connection. Refused requests get
+// bodies with Content-Length or chunked, the unread rest of a small body discarded by
+// Request.Body.Close or after the handler (a large one closes the connection),
+// http.Flusher, http.Hijacker (a stream.Conn and a bufio.ReadWriter holding the bytes
+// already read; the connection stays the hijacker's even if the handler then panics
+// or calls runtime.Goexit), a handler panic logged with its stack and the connection
+// closed (http.ErrAbortHandler silently), runtime.Goexit in a handler closing the
+// connection. Refused requests get
 // net/http's answer: 400 for a malformed request line, header or Host, 431 for a head
 // over MaxHeaderBytes, 505 for a protocol other than HTTP/1.x, 501 for a transfer
 // coding other than chunked, 417 for an Expect other than 100-continue, 413 for a
@@ -63,9 +75,9 @@
 //
 //   - Obsolete line folding (a header line starting with a space or tab) is refused with
 //     400; net/http joins such lines. RFC 9112 section 5.2 allows both.
-//   - The request's context is cancelled when the handler returns, the connection is
-//     closed, or the context it derives from (Server.BaseContext's or ConnContext's) is
-//     cancelled; it carries http.LocalAddrContextKey and the values of those contexts,
+//   - The request's context is cancelled when the handler returns, the client closes
+//     the connection (see above), Server.Close closes it, or the context it derives
+//     from (Server.BaseContext's or ConnContext's) is cancelled; it carries http.LocalAddrContextKey and the values of those contexts,
 //     but not http.ServerContextKey (there is no *http.Server).
 //   - Server.BaseContext gets the listener as a net.Listener whose Accept fails
 //     (ErrAcceptByServer): the server accepts on it. Server.ConnState is called from
@@ -82,11 +94,10 @@
 //     has returned it is cleared and reused by later responses (Header then returns a
 //     map of its own). The http.ResponseWriter contract already forbids using the writer
 //     after ServeHTTP returns; with net/http, a map kept beyond that is merely ignored.
-//   - The socket is not watched while a handler runs: a client that closes the
-//     connection then is seen when the handler reads the body or writes to a full
-//     socket, or after it returns, so the request's context is not cancelled by the
-//     close as net/http's background read cancels it
-//     (TestHostile8ContextCancelledOnClientClose).
+//   - net/http's background read stops at the first byte of a next request, so a
+//     client that sends a pipelined request and then closes does not cancel the
+//     request in flight there; this server reads on until its buffer is full, and
+//     cancels it.
 //   - An HTTP/1.0 request is answered with an "HTTP/1.1" status line (RFC 9110 section
 //     2.5); net/http echoes "HTTP/1.0".
 //   - HTTP/2 (h2c) is not served.
@@ -108,7 +119,9 @@
 // # With blitzio.Shutdown
 //
 // Set Server.Coordinator to a *blitzio.Shutdown: each request in flight holds one of
-// its WorkGuards, the trigger (a signal) stops the server accepting and closes its idle
+// its WorkGuards, from the end of its head until its response has been written to the
+// socket (or the connection has failed), so Shutdown.InFlight counts the responses
+// still queued too; the trigger (a signal) stops the server accepting and closes its idle
 // connections at once, and the server's Shutdown runs as one of the coordinator's hooks,
 // so that Shutdown.Wait returns when the requests in flight have been answered (or the
 // deadline passed). This is what a Tokio user expects of a graceful stop and what a Go

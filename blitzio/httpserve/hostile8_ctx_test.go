@@ -14,9 +14,8 @@ import (
 
 // TestHostile8ContextCancelledOnClientClose: net/http's background read sees the
 // client's close while the handler runs and cancels the request's context (the way a
-// handler learns that nobody waits for its answer). This package does not watch the
-// socket while a handler runs (see doc.go, "Differences from net/http"): the
-// httpserve half is skipped until it does, so the gap stays visible here.
+// handler learns that nobody waits for its answer); so does this package's watch of
+// the socket.
 func TestHostile8ContextCancelledOnClientClose(t *testing.T) {
 	defer watchdog(t, 60*time.Second)()
 	for _, name := range []string{"net/http", "httpserve"} {
@@ -29,9 +28,6 @@ func TestHostile8ContextCancelledOnClientClose(t *testing.T) {
 				got <- false
 			}
 		})
-		if name == "httpserve" {
-			t.Skip("known difference: a client's close is not seen while the handler runs (doc.go)")
-		}
 		var addr string
 		if name == "net/http" {
 			addr = h4StartNetHTTP(t, h)

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/blitzgo/blitz/blitzio"
 	"github.com/blitzgo/blitz/blitzio/stream"
 )
 
@@ -40,10 +41,14 @@ type response struct {
 	headSent      bool
 	chunked       bool
 	isHead        bool
-	declaredCL    bool   // contentLength is the handler's, taken at WriteHeader
-	declaredCLStr string // the header value it was parsed from
+	declaredCL    bool // contentLength is the handler's, taken at WriteHeader
 	done          bool
 	warned        bool
+	declaredCLStr string // the header value it was parsed from
+	// cx: for a request with a body, what the watch of the socket needs when the body
+	// reaches its end (conn.bodyEnded): the serving goroutine's Context with the
+	// task's waker.
+	cx *blitzio.Context
 }
 
 // headerMaps are response header maps, cleared, kept with their storage: a handler
@@ -562,6 +567,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err := c.flushOut(); err != nil {
 		return nil, nil, err
 	}
+	c.stopWatch() // the read buffer is the hijacker's now
 	c.hijacked = true
 	c.srv.untrack(c)
 	c.setState(http.StateHijacked)

@@ -55,8 +55,8 @@ type Server struct {
 	// standard logger.
 	ErrorLog *log.Logger
 	// Coordinator, when set, joins the server to a blitzio.Shutdown: each request in
-	// flight holds one of its WorkGuards (so Shutdown.Wait waits for the requests being
-	// served), the server stops accepting and closes its idle connections as soon as the
+	// flight holds one of its WorkGuards until its response has been written (so
+	// Shutdown.Wait waits for the requests being served and answered), the server stops accepting and closes its idle connections as soon as the
 	// shutdown is triggered, and Serve registers the server's Shutdown as a hook, so that
 	// Wait returns with the server stopped. See ExampleServer_coordinator.
 	Coordinator *blitzio.Shutdown
