@@ -15,7 +15,9 @@ import (
 //
 // A waiting party that is dropped (a Timeout or Select around Wait) withdraws its
 // arrival, so the generation waits for someone else instead of releasing with a party
-// missing.
+// missing. A party dropped after its generation was released (the release came between
+// its last poll and the drop) can no longer withdraw: it counted in that generation,
+// whose other parties went on, though its own wait reports the timeout.
 //
 // Barrier has no try-form: arriving is the wait.
 //

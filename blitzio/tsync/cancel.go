@@ -301,10 +301,17 @@ func (c tokenContext) String() string { return "tsync.CancelToken.Context" }
 
 // FromContext returns a root token cancelled when ctx is done, and a function that
 // cancels the token and stops watching ctx (call it when done with the token, as with
-// context.WithCancel's cancel, so ctx does not keep the registration).
+// context.WithCancel's cancel, so ctx does not keep the registration). If ctx is done
+// already, the token is cancelled when FromContext returns, as context.WithCancel's
+// context would be.
 func FromContext(ctx context.Context) (*CancelToken, func()) {
 	t := NewCancelToken()
 	stop := context.AfterFunc(ctx, t.Cancel)
+	if ctx.Err() != nil {
+		// AfterFunc runs t.Cancel on a goroutine of its own, even for a context that is
+		// done already: the token would still be live for a while after we return.
+		t.Cancel()
+	}
 	return t, func() {
 		stop()
 		t.Cancel()

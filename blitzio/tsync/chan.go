@@ -244,31 +244,12 @@ func (s *waitSet) notifyAll(cx *blitzio.Context) {
 	wakeEvery(&wl, cx)
 }
 
-// wakeEvery calls every waker of wl, the first from cx. A waker that panics (a
-// WakerFunc breaking its contract) does not stop the others: the waiters were unlinked
-// already, so one left unwoken would sleep forever. The first panic is re-raised after.
+// wakeEvery calls every waker of wl, the first from cx. A waker that panics or calls
+// runtime.Goexit (a WakerFunc breaking its contract) does not stop the others: the
+// waiters were unlinked already, so one left unwoken would sleep forever. The first
+// panic is re-raised after (see wakeAll).
 func wakeEvery(wl *wakeList, cx *blitzio.Context) {
-	var first any
-	panicked := false
-	call := func(w blitzio.Waker, from bool) {
-		defer func() {
-			if r := recover(); r != nil && !panicked {
-				panicked, first = true, r
-			}
-		}()
-		if from && cx != nil {
-			w.WakeFrom(cx)
-		} else {
-			w.Wake()
-		}
-	}
-	call(wl.one, true)
-	for _, w := range wl.more {
-		call(w, false)
-	}
-	if panicked {
-		panic(first)
-	}
+	wakeAll(unsafe.Slice(&wl.one, 1), wl.more, cx)
 }
 
 // passOn is called by a waiter that was notified but leaves without taking anything (it

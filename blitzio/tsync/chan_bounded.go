@@ -22,7 +22,12 @@ type bounded[T any] struct {
 // NewChannel returns the two ends of a bounded channel that holds at most capacity
 // values: Tokio's mpsc::channel, with any number of receivers as well (clone either
 // end). A send waits while the channel is full; a receive waits while it is empty.
-// Values are received in the order their sends completed, each by exactly one receiver.
+// Values are received in the order their sends took their place in the buffer, each by
+// exactly one receiver. A send takes its place first and then stores its value, so for
+// the instant between the two (longer if its goroutine is descheduled right there) the
+// values sent after it wait behind it: a send that has returned is not yet receivable,
+// and TryRecv reports ErrEmpty while Len counts its value. Receivers that wait are woken
+// when the earlier send completes.
 //
 // capacity must be at least 1 (there is no unbuffered rendezvous; Tokio's channel(0)
 // panics too) and small enough for the buffer to be allocated: NewChannel panics,

@@ -173,13 +173,16 @@ func (r *BroadcastReceiver[T]) Clone() *BroadcastReceiver[T] {
 func (r *BroadcastReceiver[T]) Close() {
 	c := r.chanFor("BroadcastReceiver.Close")
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.closed {
+		r.mu.Unlock()
 		return
 	}
 	r.closed = true
 	c.receivers.Add(-1)
-	c.recvQ.notifyAll(nil) // a receive waiting through this handle returns ErrClosed
+	r.mu.Unlock()
+	// A receive waiting through this handle returns ErrClosed. After the unlock: a waker
+	// may run any code, a receive through r included.
+	c.recvQ.notifyAll(nil)
 }
 
 func (r *BroadcastReceiver[T]) tryRecvSrc() (T, error, bool) {

@@ -46,6 +46,16 @@ func (s *WatchSender[T]) chanFor(op string) *watch[T] {
 	return s.c
 }
 
+// openFor is chanFor for the sends that cannot report an error: they panic on a closed
+// handle.
+func (s *WatchSender[T]) openFor(op string) *watch[T] {
+	c := s.chanFor(op)
+	if s.closed.Load() {
+		panic("tsync: " + op + " through a closed WatchSender")
+	}
+	return c
+}
+
 // Send replaces the value and wakes the receivers waiting in Changed. As in Tokio it
 // fails, returning a *SendError with v and leaving the value unchanged, when every
 // receiver is closed (or this handle is); use SendReplace to store regardless.
@@ -71,8 +81,10 @@ func (s *WatchSender[T]) send(cx *blitzio.Context, v T, op string) error {
 }
 
 // SendReplace stores v whether or not anyone listens, and returns the previous value.
+// Like a send on a closed Go channel, it panics if s was closed: a closed channel's
+// receivers have been told there will be no more changes.
 func (s *WatchSender[T]) SendReplace(v T) T {
-	c := s.chanFor("WatchSender.SendReplace")
+	c := s.openFor("WatchSender.SendReplace")
 	c.mu.Lock()
 	old := c.v
 	c.v = v
@@ -83,11 +95,12 @@ func (s *WatchSender[T]) SendReplace(v T) T {
 }
 
 // SendModify changes the value in place with f, under the channel's write lock (no copy
-// of a large value), and wakes the waiting receivers. f must not call methods of this
-// channel. If f panics, the value may be half modified, but the lock is released and no
-// receiver is told of a change.
+// of a large value), and wakes the waiting receivers, whether or not anyone listens. f
+// must not call methods of this channel. If f panics, the value may be half modified,
+// but the lock is released and no receiver is told of a change. Like SendReplace, it
+// panics if s was closed.
 func (s *WatchSender[T]) SendModify(f func(v *T)) {
-	c := s.chanFor("WatchSender.SendModify")
+	c := s.openFor("WatchSender.SendModify")
 	c.mu.Lock()
 	func() {
 		defer c.mu.Unlock()

@@ -130,9 +130,9 @@ func (wl *wakeList) wake(cx *blitzio.Context) {
 // wakeBuf is the wakeList of the primitives: it holds up to four wakers inline, so
 // releasing a small group (a Barrier generation, the readers a write unlock admits, the
 // waiters a large Release completes) allocates nothing; more go to a slice. Its wake
-// survives a waker that panics (a WakerFunc breaking its contract): the waiters were
-// unlinked already, so one left unwoken would sleep forever; the first panic is
-// re-raised after every waker ran.
+// survives a waker that panics or calls runtime.Goexit (a WakerFunc breaking its
+// contract): the waiters were unlinked already, so one left unwoken would sleep forever
+// (see wakeAll).
 type wakeBuf struct {
 	few  [4]blitzio.Waker
 	n    int
@@ -162,8 +162,35 @@ func (wb *wakeBuf) wake(cx *blitzio.Context) {
 		}
 		return
 	}
+	wakeAll(wb.few[:wb.n], wb.more, cx)
+}
+
+// wakeAll calls the wakers of few and then more, the first from cx, so that every one
+// of them is called even if some panic or call runtime.Goexit (a WakerFunc breaking its
+// contract): the waiters were unlinked already, so one left unwoken would sleep forever.
+// A panic is recovered and the first one re-raised once all ran. runtime.Goexit cannot be
+// stopped, but it runs deferred calls: the deferred call below hands the wakers still
+// left to a new goroutine (which does the same if another of them exits), and the
+// calling goroutine goes on exiting. So the common case pays one deferred call per
+// waker and nothing escapes: the copy for the new goroutine is made only when a waker
+// exited.
+func wakeAll(few, more []blitzio.Waker, cx *blitzio.Context) {
 	var first any
 	panicked := false
+	i, total := 0, len(few)+len(more)
+	defer func() {
+		if i < total { // a waker called runtime.Goexit
+			rest := make([]blitzio.Waker, 0, total-i)
+			for ; i < total; i++ {
+				if i < len(few) {
+					rest = append(rest, few[i])
+				} else {
+					rest = append(rest, more[i-len(few)])
+				}
+			}
+			go wakeAll(rest, nil, nil)
+		}
+	}()
 	call := func(w blitzio.Waker, from *blitzio.Context) {
 		defer func() {
 			if r := recover(); r != nil && !panicked {
@@ -176,12 +203,19 @@ func (wb *wakeBuf) wake(cx *blitzio.Context) {
 			w.Wake()
 		}
 	}
-	call(wb.few[0], cx)
-	for _, w := range wb.few[1:wb.n] {
-		call(w, nil)
-	}
-	for _, w := range wb.more {
-		call(w, nil)
+	for i < total {
+		var w blitzio.Waker
+		if i < len(few) {
+			w = few[i]
+		} else {
+			w = more[i-len(few)]
+		}
+		from := cx
+		if i > 0 {
+			from = nil
+		}
+		i++
+		call(w, from)
 	}
 	if panicked {
 		panic(first)
