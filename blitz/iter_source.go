@@ -86,14 +86,25 @@ func ReduceChunks[T, R any](c Chunked[T], identity R, f func(i int, chunk []T) R
 		parNil("ReduceChunks", "combine")
 	}
 	n := c.Len()
-	return parMapReduce(parResolve(n, c.leafGrain(), opts), n, identity, func(lo, hi int) R {
-		acc := f(lo, c.Chunk(lo))
-		for i := lo + 1; i < hi; i++ {
-			acc = combine(acc, f(i, c.Chunk(i)))
-		}
-		return acc
-	}, combine)
+	return parMapReduce(parResolve(n, c.leafGrain(), opts), n, identity, chunksReducer[T, R]{c, f, combine})
 }
+
+// chunksReducer is the reducer of ReduceChunks.
+type chunksReducer[T, R any] struct {
+	c    Chunked[T]
+	f    func(i int, chunk []T) R
+	comb func(a, b R) R
+}
+
+func (r chunksReducer[T, R]) leaf(lo, hi int) R {
+	acc := r.f(lo, r.c.Chunk(lo))
+	for i := lo + 1; i < hi; i++ {
+		acc = r.comb(acc, r.f(i, r.c.Chunk(i)))
+	}
+	return acc
+}
+
+func (r chunksReducer[T, R]) combine(a, b R) R { return r.comb(a, b) }
 
 // Zipped pairs two slices of the same length element by element, as returned by Zip.
 type Zipped[A, B any] struct {
@@ -135,7 +146,7 @@ func ZipMapReduce[A, B, R any](z Zipped[A, B], identity R, f func(a A, b B) R, c
 	if combine == nil {
 		parNil("ZipMapReduce", "combine")
 	}
-	return zipMapReduce(z, func() R { return identity }, f, combine, opts)
+	return zipMapReduce(z, identity, nil, f, combine, opts)
 }
 
 // ZipMapReduceFunc is ZipMapReduce with an identity constructor, called once per leaf
@@ -151,22 +162,36 @@ func ZipMapReduceFunc[A, B, R any](z Zipped[A, B], identity func() R, f func(a A
 	if combine == nil {
 		parNil("ZipMapReduceFunc", "combine")
 	}
-	return zipMapReduce(z, identity, f, combine, opts)
+	var zero R
+	return zipMapReduce(z, zero, identity, f, combine, opts)
 }
 
-func zipMapReduce[A, B, R any](z Zipped[A, B], identity func() R, f func(a A, b B) R, combine func(x, y R) R, opts []Option) R {
+func zipMapReduce[A, B, R any](z Zipped[A, B], id R, newID func() R, f func(a A, b B) R, combine func(x, y R) R, opts []Option) R {
+	ident := parIdentity[R]{id, newID}
 	if len(z.a) == 0 {
-		return identity()
+		return ident.get()
 	}
-	return parMapReduce(parResolve(len(z.a), parMinGrain, opts), len(z.a), *new(R), func(lo, hi int) R {
-		acc := identity()
-		b := z.b[lo:hi]
-		for i, x := range z.a[lo:hi] {
-			acc = combine(acc, f(x, b[i]))
-		}
-		return acc
-	}, combine)
+	return parMapReduce(parResolve(len(z.a), parMinGrain, opts), len(z.a), *new(R), zipReducer[A, B, R]{z, ident, f, combine})
 }
+
+// zipReducer is the reducer of ZipMapReduce and ZipMapReduceFunc.
+type zipReducer[A, B, R any] struct {
+	z    Zipped[A, B]
+	id   parIdentity[R]
+	f    func(a A, b B) R
+	comb func(x, y R) R
+}
+
+func (r zipReducer[A, B, R]) leaf(lo, hi int) R {
+	acc := r.id.get()
+	b := r.z.b[lo:hi]
+	for i, x := range r.z.a[lo:hi] {
+		acc = r.comb(acc, r.f(x, b[i]))
+	}
+	return acc
+}
+
+func (r zipReducer[A, B, R]) combine(x, y R) R { return r.comb(x, y) }
 
 // ZipDot returns the dot product of the two slices of z (see Dot).
 func ZipDot[T Number](z Zipped[T, T], opts ...Option) T { return Dot(z.a, z.b, opts...) }
@@ -233,7 +258,7 @@ func ChainMapReduce[T, R any](c Chained[T], identity R, f func(T) R, combine fun
 	if combine == nil {
 		parNil("ChainMapReduce", "combine")
 	}
-	return chainMapReduce(c, func() R { return identity }, f, combine, opts)
+	return chainMapReduce(c, identity, nil, f, combine, opts)
 }
 
 // ChainMapReduceFunc is ChainMapReduce with an identity constructor, called once per leaf
@@ -249,24 +274,38 @@ func ChainMapReduceFunc[T, R any](c Chained[T], identity func() R, f func(T) R, 
 	if combine == nil {
 		parNil("ChainMapReduceFunc", "combine")
 	}
-	return chainMapReduce(c, identity, f, combine, opts)
+	var zero R
+	return chainMapReduce(c, zero, identity, f, combine, opts)
 }
 
-func chainMapReduce[T, R any](c Chained[T], identity func() R, f func(T) R, combine func(a, b R) R, opts []Option) R {
+func chainMapReduce[T, R any](c Chained[T], id R, newID func() R, f func(T) R, combine func(a, b R) R, opts []Option) R {
+	ident := parIdentity[R]{id, newID}
 	n := c.Len()
 	if n == 0 {
-		return identity()
+		return ident.get()
 	}
-	return parMapReduce(parResolve(n, parMinGrain, opts), n, *new(R), func(lo, hi int) R {
-		acc := identity()
-		c.span(lo, hi, func(_ int, s []T) {
-			for _, v := range s {
-				acc = combine(acc, f(v))
-			}
-		})
-		return acc
-	}, combine)
+	return parMapReduce(parResolve(n, parMinGrain, opts), n, *new(R), chainReducer[T, R]{c, ident, f, combine})
 }
+
+// chainReducer is the reducer of ChainMapReduce and ChainMapReduceFunc.
+type chainReducer[T, R any] struct {
+	c    Chained[T]
+	id   parIdentity[R]
+	f    func(T) R
+	comb func(a, b R) R
+}
+
+func (r chainReducer[T, R]) leaf(lo, hi int) R {
+	acc := r.id.get()
+	r.c.span(lo, hi, func(_ int, s []T) {
+		for _, v := range s {
+			acc = r.comb(acc, r.f(v))
+		}
+	})
+	return acc
+}
+
+func (r chainReducer[T, R]) combine(a, b R) R { return r.comb(a, b) }
 
 // IntRange is the half-open integer range [Lo, Hi) as a parallel source, as returned by
 // Range.
@@ -325,7 +364,7 @@ func RangeReduce[R any](r IntRange, identity R, f func(i int) R, combine func(a,
 	if combine == nil {
 		parNil("RangeReduce", "combine")
 	}
-	return rangeReduce(r, func() R { return identity }, f, combine, opts)
+	return rangeReduce(r, identity, nil, f, combine, opts)
 }
 
 // RangeReduceFunc is RangeReduce with an identity constructor, called once per leaf (and
@@ -341,19 +380,34 @@ func RangeReduceFunc[R any](r IntRange, identity func() R, f func(i int) R, comb
 	if combine == nil {
 		parNil("RangeReduceFunc", "combine")
 	}
-	return rangeReduce(r, identity, f, combine, opts)
+	var zero R
+	return rangeReduce(r, zero, identity, f, combine, opts)
 }
 
-func rangeReduce[R any](r IntRange, identity func() R, f func(i int) R, combine func(a, b R) R, opts []Option) R {
+func rangeReduce[R any](r IntRange, id R, newID func() R, f func(i int) R, combine func(a, b R) R, opts []Option) R {
+	ident := parIdentity[R]{id, newID}
 	n := r.Len()
 	if n == 0 {
-		return identity()
+		return ident.get()
 	}
-	return parMapReduce(parResolve(n, parMinGrain, opts), n, *new(R), func(lo, hi int) R {
-		acc := identity()
-		for i := r.Lo + lo; i < r.Lo+hi; i++ {
-			acc = combine(acc, f(i))
-		}
-		return acc
-	}, combine)
+	return parMapReduce(parResolve(n, parMinGrain, opts), n, *new(R), rangeReducer[R]{r.Lo, ident, f, combine})
 }
+
+// rangeReducer is the reducer of RangeReduce and RangeReduceFunc: leaf [lo, hi) covers
+// the integers [base+lo, base+hi).
+type rangeReducer[R any] struct {
+	base int
+	id   parIdentity[R]
+	f    func(i int) R
+	comb func(a, b R) R
+}
+
+func (r rangeReducer[R]) leaf(lo, hi int) R {
+	acc := r.id.get()
+	for i := r.base + lo; i < r.base+hi; i++ {
+		acc = r.comb(acc, r.f(i))
+	}
+	return acc
+}
+
+func (r rangeReducer[R]) combine(a, b R) R { return r.comb(a, b) }

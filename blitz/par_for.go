@@ -57,14 +57,13 @@ func ForUntil(n int, body func(lo, hi int, s Stop), opts ...Option) (stopped boo
 		return false
 	}
 	c := parResolve(n, parMinGrain, opts)
-	st := &parState{grain: c.grain}
-	s := Stop{&st.stop}
+	fc := newForCall(c.grain, nil)
+	s := Stop{&fc.st.stop}
 	if c.seq {
 		body(0, n, s)
 	} else {
-		c.pool.Call(func(t *Task) {
-			st.parRun(t, 0, n, func(lo, hi int) { body(lo, hi, s) })
-		})
+		fc.body = func(lo, hi int) { body(lo, hi, s) }
+		fc.run(c.pool, n)
 	}
-	return st.stop.Load()
+	return fc.st.stop.Load()
 }

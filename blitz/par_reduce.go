@@ -28,7 +28,7 @@ func Reduce[R any](n int, identity R, mapRange func(lo, hi int) R, combine func(
 	if combine == nil {
 		parNil("Reduce", "combine")
 	}
-	return parMapReduce(parResolve(n, parMinGrain, opts), n, identity, mapRange, combine)
+	return parMapReduce(parResolve(n, parMinGrain, opts), n, identity, funcReducer[R]{mapRange, combine})
 }
 
 // MapReduce maps every element of s with mapFn and folds the results with combine, starting
@@ -53,7 +53,7 @@ func MapReduce[T, R any](s []T, identity R, mapFn func(T) R, combine func(a, b R
 	if combine == nil {
 		parNil("MapReduce", "combine")
 	}
-	return mapReduce(s, func() R { return identity }, mapFn, combine, opts)
+	return mapReduce(s, identity, nil, mapFn, combine, opts)
 }
 
 // MapReduceFunc is MapReduce with an identity constructor, for accumulators that combine
@@ -86,21 +86,50 @@ func MapReduceFunc[T, R any](s []T, identity func() R, mapFn func(T) R, combine 
 	if combine == nil {
 		parNil("MapReduceFunc", "combine")
 	}
-	return mapReduce(s, identity, mapFn, combine, opts)
+	var zero R
+	return mapReduce(s, zero, identity, mapFn, combine, opts)
 }
 
-func mapReduce[T, R any](s []T, identity func() R, mapFn func(T) R, combine func(a, b R) R, opts []Option) R {
+// parIdentity is the identity of the MapReduce forms: newID() when it is not nil (the
+// Func forms), else a copy of id. A value rather than a closure returning id, which
+// would be one more allocation per call.
+type parIdentity[R any] struct {
+	id    R
+	newID func() R
+}
+
+func (p parIdentity[R]) get() R {
+	if p.newID != nil {
+		return p.newID()
+	}
+	return p.id
+}
+
+// mapReducer is the reducer of MapReduce and MapReduceFunc.
+type mapReducer[T, R any] struct {
+	s     []T
+	id    parIdentity[R]
+	mapFn func(T) R
+	comb  func(a, b R) R
+}
+
+func (m mapReducer[T, R]) leaf(lo, hi int) R {
+	acc := m.id.get()
+	for _, v := range m.s[lo:hi] {
+		acc = m.comb(acc, m.mapFn(v))
+	}
+	return acc
+}
+
+func (m mapReducer[T, R]) combine(a, b R) R { return m.comb(a, b) }
+
+func mapReduce[T, R any](s []T, id R, newID func() R, mapFn func(T) R, combine func(a, b R) R, opts []Option) R {
+	ident := parIdentity[R]{id, newID}
 	n := len(s)
 	if n == 0 {
-		return identity()
+		return ident.get()
 	}
-	return parMapReduce(parResolve(n, parMinGrain, opts), n, *new(R), func(lo, hi int) R {
-		acc := identity()
-		for _, v := range s[lo:hi] {
-			acc = combine(acc, mapFn(v))
-		}
-		return acc
-	}, combine)
+	return parMapReduce(parResolve(n, parMinGrain, opts), n, *new(R), mapReducer[T, R]{s, ident, mapFn, combine})
 }
 
 // MapReduceChunked is the chunked variant of MapReduce: mapChunk receives whole leaves
@@ -117,10 +146,18 @@ func MapReduceChunked[T, R any](s []T, identity R, mapChunk func(chunk []T) R, c
 	if combine == nil {
 		parNil("MapReduceChunked", "combine")
 	}
-	return parMapReduce(parResolve(len(s), parMinGrain, opts), len(s), identity, func(lo, hi int) R {
-		return mapChunk(s[lo:hi:hi])
-	}, combine)
+	return parMapReduce(parResolve(len(s), parMinGrain, opts), len(s), identity, chunkedReducer[T, R]{s, mapChunk, combine})
 }
+
+// chunkedReducer is the reducer of MapReduceChunked.
+type chunkedReducer[T, R any] struct {
+	s        []T
+	mapChunk func(chunk []T) R
+	comb     func(a, b R) R
+}
+
+func (m chunkedReducer[T, R]) leaf(lo, hi int) R { return m.mapChunk(m.s[lo:hi:hi]) }
+func (m chunkedReducer[T, R]) combine(a, b R) R  { return m.comb(a, b) }
 
 // parFirstErr records the first error reported by any leaf and trips the stop flag.
 type parFirstErr struct {
@@ -149,15 +186,14 @@ func TryFor(n int, body func(lo, hi int) error, opts ...Option) error {
 	if c.seq {
 		return body(0, n)
 	}
-	e := &parFirstErr{st: parState{grain: c.grain}}
-	c.pool.Call(func(t *Task) {
-		e.st.parRun(t, 0, n, func(lo, hi int) {
-			if err := body(lo, hi); err != nil {
-				e.set(err)
-			}
-		})
-	})
-	return e.err
+	fc := newForCall(c.grain, nil)
+	fc.body = func(lo, hi int) {
+		if err := body(lo, hi); err != nil {
+			fc.e.set(err)
+		}
+	}
+	fc.run(c.pool, n)
+	return fc.e.err
 }
 
 // TryForEach calls f on every element of s in parallel until one returns an error: that first
@@ -180,21 +216,20 @@ func TryForEach[T any](s []T, f func(T) error, opts ...Option) error {
 		}
 		return nil
 	}
-	e := &parFirstErr{st: parState{grain: c.grain}}
-	c.pool.Call(func(t *Task) {
-		e.st.parRun(t, 0, n, func(lo, hi int) {
-			for _, v := range s[lo:hi] {
-				if e.st.stop.Load() {
-					return
-				}
-				if err := f(v); err != nil {
-					e.set(err)
-					return
-				}
+	fc := newForCall(c.grain, nil)
+	fc.body = func(lo, hi int) {
+		for _, v := range s[lo:hi] {
+			if fc.st.stop.Load() {
+				return
 			}
-		})
-	})
-	return e.err
+			if err := f(v); err != nil {
+				fc.e.set(err)
+				return
+			}
+		}
+	}
+	fc.run(c.pool, n)
+	return fc.e.err
 }
 
 // TryReduce is Reduce whose leaves can fail: the first error (in time) stops the remaining
@@ -221,22 +256,33 @@ func TryReduce[R any](n int, identity R, mapRange func(lo, hi int) (R, error), c
 		}
 		return r, nil
 	}
-	e := &parFirstErr{st: parState{grain: c.grain}}
-	r := Call(c.pool, func(t *Task) R {
-		return parReduce(t, &e.st, 0, n, func(lo, hi int) R {
-			v, err := mapRange(lo, hi)
-			if err != nil {
-				e.set(err)
-			}
-			return v
-		}, combine)
-	})
-	if e.err != nil {
+	rc := newReduceCall(c.grain, tryReducer[R]{mapRange: mapRange, comb: combine})
+	rc.red.e = &rc.e
+	r := rc.run(c.pool, n)
+	if rc.e.err != nil {
 		var zero R
-		return zero, e.err
+		return zero, rc.e.err
 	}
 	return r, nil
 }
+
+// tryReducer is the reducer of TryReduce: a failing leaf records its error in e (its
+// reduceCall's) and trips the stop flag.
+type tryReducer[R any] struct {
+	mapRange func(lo, hi int) (R, error)
+	comb     func(a, b R) R
+	e        *parFirstErr
+}
+
+func (m tryReducer[R]) leaf(lo, hi int) R {
+	v, err := m.mapRange(lo, hi)
+	if err != nil {
+		m.e.set(err)
+	}
+	return v
+}
+
+func (m tryReducer[R]) combine(a, b R) R { return m.comb(a, b) }
 
 // TryForContext is TryFor with cancellation: body receives a context that is cancelled
 // when ctx is, or as soon as any leaf returns an error, so long-running leaves can stop
@@ -269,25 +315,25 @@ func TryForContext(ctx context.Context, n int, body func(ctx context.Context, lo
 		}
 		return context.Cause(ctx)
 	}
-	e := &parFirstErr{st: parState{grain: c.grain}}
+	fc := newForCall(c.grain, nil)
+	e := &fc.e
 	// Cancelling the parent trips the stop flag too, so no new leaf starts; the callback
 	// runs on its own goroutine and only sets the flag, which the leaves read atomically.
 	stopWatch := context.AfterFunc(ctx, func() { e.st.stop.Store(true) })
 	defer stopWatch()
-	c.pool.Call(func(t *Task) {
-		e.st.parRun(t, 0, n, func(lo, hi int) {
-			// AfterFunc sets the flag asynchronously; this check makes a cancellation
-			// visible to the next leaf of every worker at once.
-			if ctx.Err() != nil {
-				e.st.stop.Store(true)
-				return
-			}
-			if err := body(ctx, lo, hi); err != nil {
-				e.set(err)
-				cancel()
-			}
-		})
-	})
+	fc.body = func(lo, hi int) {
+		// AfterFunc sets the flag asynchronously; this check makes a cancellation
+		// visible to the next leaf of every worker at once.
+		if ctx.Err() != nil {
+			e.st.stop.Store(true)
+			return
+		}
+		if err := body(ctx, lo, hi); err != nil {
+			e.set(err)
+			cancel()
+		}
+	}
+	fc.run(c.pool, n)
 	if e.err != nil { // written by a leaf; Call's return orders it before this read
 		return e.err
 	}

@@ -325,14 +325,14 @@ func Scatter[T any](values []T, indices []int, out []T, opts ...Option) {
 	}
 	m := len(out)
 	c := parResolve(len(indices), parMinGrainCheap, opts)
-	bad := parFindIndex(c, len(indices), findFirst, func(lo, hi int) int {
+	bad := parFindIndex(c, len(indices), findFirst, funcSearcher{f: func(lo, hi int) int {
 		for i, x := range indices[lo:hi] {
 			if uint(x) >= uint(m) {
 				return lo + i
 			}
 		}
 		return -1
-	}, nil)
+	}})
 	if bad >= 0 {
 		panic("blitz: Scatter: indices[" + strconv.Itoa(bad) + "] = " + strconv.Itoa(indices[bad]) +
 			" out of range [0, len(out) = " + strconv.Itoa(m) + ")")

@@ -22,8 +22,14 @@ func Sum[T Number](s []T, opts ...Option) T {
 	if c.seq {
 		return sumLeaf(s)
 	}
-	return parMapReduce(c, len(s), 0, func(lo, hi int) T { return sumLeaf(s[lo:hi]) }, func(a, b T) T { return a + b })
+	return parMapReduce(c, len(s), 0, sumReducer[T]{s})
 }
+
+// sumReducer is the reducer of Sum.
+type sumReducer[T Number] struct{ s []T }
+
+func (r sumReducer[T]) leaf(lo, hi int) T { return sumLeaf(r.s[lo:hi]) }
+func (sumReducer[T]) combine(a, b T) T    { return a + b }
 
 // sumLeaf is the sequential kernel of Sum. Eight independent accumulators break the
 // add-latency chain so the loop runs at load bandwidth instead of one add per cycle; the
@@ -58,8 +64,14 @@ func Dot[T Number](a, b []T, opts ...Option) T {
 	if c.seq {
 		return dotLeaf(a, b)
 	}
-	return parMapReduce(c, len(a), 0, func(lo, hi int) T { return dotLeaf(a[lo:hi], b[lo:hi]) }, func(x, y T) T { return x + y })
+	return parMapReduce(c, len(a), 0, dotReducer[T]{a, b})
 }
+
+// dotReducer is the reducer of Dot.
+type dotReducer[T Number] struct{ a, b []T }
+
+func (r dotReducer[T]) leaf(lo, hi int) T { return dotLeaf(r.a[lo:hi], r.b[lo:hi]) }
+func (dotReducer[T]) combine(x, y T) T    { return x + y }
 
 func dotLeaf[T Number](a, b []T) T {
 	b = b[:len(a)]
@@ -90,7 +102,7 @@ func Min[T cmp.Ordered](s []T, opts ...Option) (T, bool) {
 	if c.seq {
 		return minLeaf(s), true
 	}
-	return parMapReduce(c, len(s), s[0], func(lo, hi int) T { return minLeaf(s[lo:hi]) }, func(a, b T) T { return min(a, b) }), true
+	return parMapReduce(c, len(s), s[0], minReducer[T]{s}), true
 }
 
 // Max returns the maximal element of s and true, or the zero value and false for an empty s.
@@ -104,8 +116,19 @@ func Max[T cmp.Ordered](s []T, opts ...Option) (T, bool) {
 	if c.seq {
 		return maxLeaf(s), true
 	}
-	return parMapReduce(c, len(s), s[0], func(lo, hi int) T { return maxLeaf(s[lo:hi]) }, func(a, b T) T { return max(a, b) }), true
+	return parMapReduce(c, len(s), s[0], maxReducer[T]{s}), true
 }
+
+// minReducer and maxReducer are the reducers of Min and Max.
+type (
+	minReducer[T cmp.Ordered] struct{ s []T }
+	maxReducer[T cmp.Ordered] struct{ s []T }
+)
+
+func (r minReducer[T]) leaf(lo, hi int) T { return minLeaf(r.s[lo:hi]) }
+func (minReducer[T]) combine(a, b T) T    { return min(a, b) }
+func (r maxReducer[T]) leaf(lo, hi int) T { return maxLeaf(r.s[lo:hi]) }
+func (maxReducer[T]) combine(a, b T) T    { return max(a, b) }
 
 func minLeaf[T cmp.Ordered](s []T) T {
 	m0, m1, m2, m3 := s[0], s[0], s[0], s[0]

@@ -11,7 +11,7 @@ func MinFunc[T any](s []T, cmp func(a, b T) int, opts ...Option) (T, bool) {
 	if cmp == nil {
 		parNil("MinFunc", "cmp")
 	}
-	return parBestFunc(s, func(a, b T) bool { return cmp(b, a) < 0 }, opts)
+	return parBestFunc(s, cmp, false, opts)
 }
 
 // MaxFunc returns the first maximal element of s under cmp (as slices.MaxFunc) and true, or
@@ -20,33 +20,52 @@ func MaxFunc[T any](s []T, cmp func(a, b T) int, opts ...Option) (T, bool) {
 	if cmp == nil {
 		parNil("MaxFunc", "cmp")
 	}
-	return parBestFunc(s, func(a, b T) bool { return cmp(b, a) > 0 }, opts)
+	return parBestFunc(s, cmp, true, opts)
 }
 
 // parBestFunc returns the first element e such that no later element replaces it, where
-// better(cur, x) reports that x strictly beats cur. Leaves return indices; combine keeps the
-// left one unless the right one is strictly better, so the first best element wins.
-func parBestFunc[T any](s []T, better func(cur, x T) bool, opts []Option) (T, bool) {
+// x strictly beats cur if cmp(x, cur) < 0 (or > 0 with max). Leaves return indices;
+// combine keeps the left one unless the right one is strictly better, so the first best
+// element wins.
+func parBestFunc[T any](s []T, cmp func(a, b T) int, max bool, opts []Option) (T, bool) {
 	if len(s) == 0 {
 		var zero T
 		return zero, false
 	}
-	leaf := func(lo, hi int) int {
-		b := lo
-		for i := lo + 1; i < hi; i++ {
-			if better(s[b], s[i]) {
-				b = i
-			}
+	i := parMapReduce(parResolve(len(s), parMinGrain, opts), len(s), 0, bestFuncReducer[T]{s, cmp, max})
+	return s[i], true
+}
+
+// bestFuncReducer is the reducer of MinFunc and MaxFunc.
+type bestFuncReducer[T any] struct {
+	s   []T
+	cmp func(a, b T) int
+	max bool
+}
+
+// better reports whether x strictly beats cur.
+func (r bestFuncReducer[T]) better(cur, x T) bool {
+	if r.max {
+		return r.cmp(x, cur) > 0
+	}
+	return r.cmp(x, cur) < 0
+}
+
+func (r bestFuncReducer[T]) leaf(lo, hi int) int {
+	b := lo
+	for i := lo + 1; i < hi; i++ {
+		if r.better(r.s[b], r.s[i]) {
+			b = i
 		}
+	}
+	return b
+}
+
+func (r bestFuncReducer[T]) combine(a, b int) int {
+	if r.better(r.s[a], r.s[b]) {
 		return b
 	}
-	i := parMapReduce(parResolve(len(s), parMinGrain, opts), len(s), 0, leaf, func(a, b int) int {
-		if better(s[a], s[b]) {
-			return b
-		}
-		return a
-	})
-	return s[i], true
+	return a
 }
 
 type parKeyed[K any] struct {
@@ -78,40 +97,53 @@ func parBestKey[T any, K cmp.Ordered](s []T, key func(T) K, sign int, opts []Opt
 		var zero T
 		return zero, false
 	}
-	// better reports whether key k beats the best key b so far, in cmp.Compare order (a
-	// NaN is smaller than every other value), written out so that it inlines: for floats
-	// cmp.Compare's four NaN tests per call halve the speed of this loop.
-	better := func(k, b K) bool { return k < b || (k != k && b == b) } // cmp.Less(k, b)
-	if sign > 0 {
-		better = func(k, b K) bool { return b < k || (b != b && k == k) } // cmp.Less(b, k)
-	}
-	leaf := func(lo, hi int) parKeyed[K] {
-		bi, bk := lo, key(s[lo])
-		w := s[lo+1 : hi]
-		// The first test settles the common case (not better) in one comparison; it is
-		// false for NaNs, which the second test orders as cmp.Compare does.
-		if sign < 0 {
-			for i, x := range w {
-				if k := key(x); !(k >= bk) && (k < bk || (k != k && bk == bk)) {
-					bi, bk = lo+1+i, k
-				}
-			}
-		} else {
-			for i, x := range w {
-				if k := key(x); !(k <= bk) && (bk < k || (bk != bk && k == k)) {
-					bi, bk = lo+1+i, k
-				}
-			}
-		}
-		return parKeyed[K]{bi, bk}
-	}
-	r := parMapReduce(parResolve(len(s), parMinGrain, opts), len(s), parKeyed[K]{}, leaf, func(a, b parKeyed[K]) parKeyed[K] {
-		if better(b.k, a.k) {
-			return b
-		}
-		return a
-	})
+	r := parMapReduce(parResolve(len(s), parMinGrain, opts), len(s), parKeyed[K]{}, bestKeyReducer[T, K]{s, key, sign})
 	return s[r.i], true
+}
+
+// bestKeyReducer is the reducer of MinByKey (sign < 0) and MaxByKey (sign > 0).
+type bestKeyReducer[T any, K cmp.Ordered] struct {
+	s    []T
+	key  func(T) K
+	sign int
+}
+
+func (r bestKeyReducer[T, K]) leaf(lo, hi int) parKeyed[K] {
+	s, key := r.s, r.key
+	bi, bk := lo, key(s[lo])
+	w := s[lo+1 : hi]
+	// The first test settles the common case (not better) in one comparison; it is
+	// false for NaNs, which the second test orders as cmp.Compare does.
+	if r.sign < 0 {
+		for i, x := range w {
+			if k := key(x); !(k >= bk) && (k < bk || (k != k && bk == bk)) {
+				bi, bk = lo+1+i, k
+			}
+		}
+	} else {
+		for i, x := range w {
+			if k := key(x); !(k <= bk) && (bk < k || (bk != bk && k == k)) {
+				bi, bk = lo+1+i, k
+			}
+		}
+	}
+	return parKeyed[K]{bi, bk}
+}
+
+// combine keeps a unless b's key beats it, in cmp.Compare order (a NaN is smaller than
+// every other value), written out: for floats cmp.Compare's four NaN tests per call halve
+// the speed.
+func (r bestKeyReducer[T, K]) combine(a, b parKeyed[K]) parKeyed[K] {
+	var better bool
+	if r.sign < 0 {
+		better = b.k < a.k || (b.k != b.k && a.k == a.k) // cmp.Less(b.k, a.k)
+	} else {
+		better = a.k < b.k || (a.k != a.k && b.k == b.k) // cmp.Less(a.k, b.k)
+	}
+	if better {
+		return b
+	}
+	return a
 }
 
 // Count returns the number of elements of s for which pred is true.
@@ -119,16 +151,26 @@ func Count[T any](s []T, pred func(T) bool, opts ...Option) int {
 	if pred == nil {
 		parNil("Count", "pred")
 	}
-	return parMapReduce(parResolve(len(s), parMinGrain, opts), len(s), 0, func(lo, hi int) int {
-		n := 0
-		for _, v := range s[lo:hi] {
-			if pred(v) {
-				n++
-			}
-		}
-		return n
-	}, func(a, b int) int { return a + b })
+	return parMapReduce(parResolve(len(s), parMinGrain, opts), len(s), 0, countReducer[T]{s, pred})
 }
+
+// countReducer is the reducer of Count.
+type countReducer[T any] struct {
+	s    []T
+	pred func(T) bool
+}
+
+func (r countReducer[T]) leaf(lo, hi int) int {
+	n := 0
+	for _, v := range r.s[lo:hi] {
+		if r.pred(v) {
+			n++
+		}
+	}
+	return n
+}
+
+func (countReducer[T]) combine(a, b int) int { return a + b }
 
 // Any reports whether pred is true for some element of s. It stops all work at the first
 // match found (see FindAny).
@@ -145,7 +187,7 @@ func All[T any](s []T, pred func(T) bool, opts ...Option) bool {
 	if pred == nil {
 		parNil("All", "pred")
 	}
-	return parFindPred(s, func(v T) bool { return !pred(v) }, findAny, opts) < 0
+	return parFindIndex(parResolve(len(s), parMinGrain, opts), len(s), findAny, notSearcher[T]{s, pred}) < 0
 }
 
 // FindAny returns some element of s for which pred is true, its index and true, or the
@@ -218,58 +260,122 @@ const (
 	findBlock = 512
 )
 
+// searcher is the scan of one search: fwd returns the first match in [lo, hi) or -1, back
+// the last one. Like reducer, a small value type stored in the call's parFindState, so
+// that a search allocates nothing per fork and no closure per call.
+type searcher interface {
+	fwd(lo, hi int) int
+	back(lo, hi int) int
+}
+
+// predSearcher is the searcher of the Find functions, Any and All.
+type predSearcher[T any] struct {
+	s    []T
+	pred func(T) bool
+}
+
+func (p predSearcher[T]) fwd(lo, hi int) int {
+	for i := lo; i < hi; i++ {
+		if p.pred(p.s[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (p predSearcher[T]) back(lo, hi int) int {
+	for i := hi - 1; i >= lo; i-- {
+		if p.pred(p.s[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// notSearcher is the searcher of All: the elements for which pred is false.
+type notSearcher[T any] struct {
+	s    []T
+	pred func(T) bool
+}
+
+func (p notSearcher[T]) fwd(lo, hi int) int {
+	for i := lo; i < hi; i++ {
+		if !p.pred(p.s[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (p notSearcher[T]) back(lo, hi int) int {
+	for i := hi - 1; i >= lo; i-- {
+		if !p.pred(p.s[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// eqSearcher is the searcher of Index, IndexAny and LastIndex.
+type eqSearcher[T comparable] struct {
+	s []T
+	v T
+}
+
+func (p eqSearcher[T]) fwd(lo, hi int) int {
+	for i, x := range p.s[lo:hi] {
+		if x == p.v {
+			return lo + i
+		}
+	}
+	return -1
+}
+
+func (p eqSearcher[T]) back(lo, hi int) int {
+	w := p.s[lo:hi]
+	for i := len(w) - 1; i >= 0; i-- {
+		if w[i] == p.v {
+			return lo + i
+		}
+	}
+	return -1
+}
+
+// funcSearcher is a searcher given as functions (Scatter's check of its indices).
+type funcSearcher struct {
+	f, b func(lo, hi int) int
+}
+
+func (p funcSearcher) fwd(lo, hi int) int  { return p.f(lo, hi) }
+func (p funcSearcher) back(lo, hi int) int { return p.b(lo, hi) }
+
 func parFindPred[T any](s []T, pred func(T) bool, mode findMode, opts []Option) int {
-	fwd := func(lo, hi int) int {
-		for i := lo; i < hi; i++ {
-			if pred(s[i]) {
-				return i
-			}
-		}
-		return -1
-	}
-	back := func(lo, hi int) int {
-		for i := hi - 1; i >= lo; i-- {
-			if pred(s[i]) {
-				return i
-			}
-		}
-		return -1
-	}
-	return parFindIndex(parResolve(len(s), parMinGrain, opts), len(s), mode, fwd, back)
+	return parFindIndex(parResolve(len(s), parMinGrain, opts), len(s), mode, predSearcher[T]{s, pred})
 }
 
 func parFindEq[T comparable](s []T, v T, mode findMode, opts []Option) int {
-	fwd := func(lo, hi int) int {
-		for i, x := range s[lo:hi] {
-			if x == v {
-				return lo + i
-			}
-		}
-		return -1
-	}
-	back := func(lo, hi int) int {
-		w := s[lo:hi]
-		for i := len(w) - 1; i >= 0; i-- {
-			if w[i] == v {
-				return lo + i
-			}
-		}
-		return -1
-	}
-	return parFindIndex(parResolve(len(s), parMinGrainCheap, opts), len(s), mode, fwd, back)
+	return parFindIndex(parResolve(len(s), parMinGrainCheap, opts), len(s), mode, eqSearcher[T]{s, v})
 }
 
 // parFindState is shared by the leaves of one search. best is the match found so far:
 // for findFirst the lowest (starts at n), for findLast the highest (starts at -1), for
 // findAny the first one published (starts at -1). Ranges that cannot beat best are skipped
 // at split points and between blocks inside leaves.
-type parFindState struct {
+type parFindState[L searcher] struct {
 	st   parState
 	best atomic.Int64
 	mode findMode
+	srch L
+	pj   *parJob[findSpan[L], Unit]
 }
 
-func (f *parFindState) skip(lo, hi int) bool {
+// findSpan is the input of one fork of a search: the range [lo, hi) of search f.
+type findSpan[L searcher] struct {
+	f      *parFindState[L]
+	lo, hi int
+}
+
+func (f *parFindState[L]) skip(lo, hi int) bool {
 	if f.st.stop.Load() {
 		return true
 	}
@@ -284,7 +390,7 @@ func (f *parFindState) skip(lo, hi int) bool {
 
 // found publishes match i. The CAS loops keep best monotonic when two leaves race: a
 // higher index found later by another leaf must never overwrite a lower one (findFirst).
-func (f *parFindState) found(i int) {
+func (f *parFindState[L]) found(i int) {
 	switch f.mode {
 	case findAny:
 		f.best.CompareAndSwap(-1, int64(i))
@@ -306,76 +412,91 @@ func (f *parFindState) found(i int) {
 	}
 }
 
-func (f *parFindState) run(t *Task, lo, hi int, fwd, back func(lo, hi int) int) {
-	if hi-lo > f.st.grain {
+// findRun searches sp's range split in halves down to the grain (see forRun). For
+// findLast the high half is searched here and the low half forked: the high half is the
+// one that can make the low half unnecessary.
+func findRun[L searcher](t *Task, sp findSpan[L]) (u Unit) {
+	f := sp.f
+	lo, hi := sp.lo, sp.hi
+	for hi-lo > f.st.grain {
 		if f.skip(lo, hi) {
-			return
+			return u
 		}
 		mid := int(uint(lo+hi) >> 1)
-		left := func(t *Task) { f.run(t, lo, mid, fwd, back) }
-		right := func(t *Task) { f.run(t, mid, hi, fwd, back) }
+		here, fork := findSpan[L]{f, lo, mid}, findSpan[L]{f, mid, hi}
 		if f.mode == findLast {
-			// Search the high half first: it is the one that can make the low half
-			// unnecessary.
-			Join(t, right, left)
-		} else {
-			Join(t, left, right)
+			here, fork = fork, here
 		}
-		return
+		fu := f.pj.job.Fork(t, f.pj.fn, fork)
+		findRun(t, here)
+		if _, stolen := fu.Stolen(t); stolen {
+			return u
+		}
+		lo, hi = fork.lo, fork.hi // not stolen: search it here, as the next iteration
 	}
 	if f.skip(lo, hi) {
-		return
+		return u
 	}
-	f.st.leaf(lo, hi, func(lo, hi int) {
-		if f.mode == findLast {
-			for e := hi; e > lo; e -= findBlock {
-				b := max(e-findBlock, lo)
-				if f.skip(b, e) {
-					return
-				}
-				if i := back(b, e); i >= 0 {
-					f.found(i)
-					return
-				}
-			}
-			return
-		}
-		for b := lo; b < hi; {
-			// b+findBlock may overflow when hi is near math.MaxInt (zero-size elements).
-			e := b + min(findBlock, hi-b)
+	ok := false
+	defer f.st.guard(&ok)
+	f.leaf(lo, hi)
+	ok = true
+	return u
+}
+
+// leaf searches [lo, hi) block by block, checking between blocks whether the rest can
+// still beat the best match so far.
+func (f *parFindState[L]) leaf(lo, hi int) {
+	if f.mode == findLast {
+		for e := hi; e > lo; e -= findBlock {
+			b := max(e-findBlock, lo)
 			if f.skip(b, e) {
 				return
 			}
-			if i := fwd(b, e); i >= 0 {
+			if i := f.srch.back(b, e); i >= 0 {
 				f.found(i)
 				return
 			}
-			b = e
 		}
-	})
+		return
+	}
+	for b := lo; b < hi; {
+		// b+findBlock may overflow when hi is near math.MaxInt (zero-size elements).
+		e := b + min(findBlock, hi-b)
+		if f.skip(b, e) {
+			return
+		}
+		if i := f.srch.fwd(b, e); i >= 0 {
+			f.found(i)
+			return
+		}
+		b = e
+	}
 }
 
-// parFindIndex is the search engine behind the Find, Index, Any and All functions. fwd
-// returns the first match in [lo, hi) or -1, back the last one.
-func parFindIndex(c parCall, n int, mode findMode, fwd, back func(lo, hi int) int) int {
+// parFindIndex is the search engine behind the Find, Index, Any and All functions. srch
+// finds the first (fwd) or last (back) match of a range. Its call allocates its
+// parFindState, unless the match is among the first elements (see findProbe) or the
+// input is small enough to be searched on the caller's goroutine.
+func parFindIndex[L searcher](c parCall, n int, mode findMode, srch L) int {
 	if n == 0 {
 		return -1
 	}
 	if c.seq {
 		if mode == findLast {
-			return back(0, n)
+			return srch.back(0, n)
 		}
-		return fwd(0, n)
+		return srch.fwd(0, n)
 	}
 	probe := min(n, findProbe)
 	lo, hi := 0, n
 	if mode == findLast {
-		if i := back(n-probe, n); i >= 0 {
+		if i := srch.back(n-probe, n); i >= 0 {
 			return i
 		}
 		hi = n - probe
 	} else {
-		if i := fwd(0, probe); i >= 0 {
+		if i := srch.fwd(0, probe); i >= 0 {
 			return i
 		}
 		lo = probe
@@ -383,14 +504,18 @@ func parFindIndex(c parCall, n int, mode findMode, fwd, back func(lo, hi int) in
 	if lo >= hi {
 		return -1
 	}
-	f := &parFindState{mode: mode}
+	pj := loadParJob[findSpan[L], Unit]()
+	if pj == nil {
+		pj = storeParJob(findRun[L])
+	}
+	f := &parFindState[L]{mode: mode, srch: srch, pj: pj}
 	f.st.grain = c.grain
 	if mode == findFirst {
 		f.best.Store(int64(n))
 	} else {
 		f.best.Store(-1)
 	}
-	c.pool.Call(func(t *Task) { f.run(t, lo, hi, fwd, back) })
+	c.pool.Call(func(t *Task) { findRun(t, findSpan[L]{f, lo, hi}) })
 	b := int(f.best.Load())
 	if b >= n {
 		return -1
