@@ -241,6 +241,12 @@ func fsCases(cfg Config) []Case {
 				{"blitzio pool", fsWithFileIO("pool", blitzRandomRead(miss, false))},
 				{"blitzio nowait", fsWithFileIO("nowait", blitzRandomRead(miss, false))},
 			},
+			// Every row but goroutines is blitzio itself: our variants, not outside code
+			// (the report counts only baselines as comparisons against outside code).
+			Roles: map[string]Role{
+				"blitzio ReadAt future": RoleVariant, "blitzio ring": RoleVariant,
+				"blitzio pool": RoleVariant, "blitzio nowait": RoleVariant,
+			},
 		}
 		if !miss { // the target is the warm case; the miss case informs the choice
 			c.Targets = []Target{TimesBetter("goroutines", 1)}
@@ -290,6 +296,7 @@ func fsCases(cfg Config) []Case {
 				// ReadFile on the blocking pool only (no attempt on the worker first).
 				{"blitzio pool", fsWithFileIO("pool", blitzReadSmall)},
 			},
+			Roles:   map[string]Role{"blitzio pool": RoleVariant},
 			Targets: []Target{TimesBetter("goroutines", 1)},
 		},
 		{

@@ -235,13 +235,20 @@ func TestBlitzStressMixed(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := make(chan error, goroutines)
+	// Each goroutine's source is drawn from the run's seed (STRESS_SEED replays it); a
+	// rand.Rand is not safe for concurrent use, so the seeds are drawn here.
+	rs := seeded(t)
+	seeds := make([]uint64, goroutines)
+	for g := range seeds {
+		seeds[g] = rs.Uint64()
+	}
 	bzWatch(t, "mixed stress", func() {
 		var wg sync.WaitGroup
 		for g := 0; g < goroutines; g++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r := rand.New(rand.NewPCG(uint64(g), uint64(time.Now().UnixNano())))
+				r := rand.New(rand.NewPCG(seeds[g], uint64(g)))
 				for i := 0; i < rounds; i++ {
 					pp, qq := p, q
 					if r.IntN(2) == 0 {
@@ -275,19 +282,25 @@ func TestBlitzStressSleepWake(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		posters, bursts = 6, 200
 	}
+	leakCheck(t) // registered first: runs after p.Close below
 	p, err := blitz.NewPool(blitz.Config{Workers: 3, SpinRounds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	var ran atomic.Int64
+	rs := seeded(t)
+	seeds := make([]uint64, posters)
+	for g := range seeds {
+		seeds[g] = rs.Uint64()
+	}
 	bzWatch(t, "sleep/wake stress", func() {
 		var wg sync.WaitGroup
 		for g := 0; g < posters; g++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r := rand.New(rand.NewPCG(uint64(g), 7))
+				r := rand.New(rand.NewPCG(seeds[g], uint64(g)))
 				for b := 0; b < bursts; b++ {
 					k := 1 + r.IntN(4)
 					done := make(chan struct{}, k)

@@ -62,6 +62,7 @@ func stressScale(t *testing.T) int {
 // for signals, and fire, abort and await them in random order with random pauses. Every
 // task must end exactly once: with its value, or cancelled (and then dropped once).
 func TestBlitzioStressWakeAbortRace(t *testing.T) {
+	leakCheck(t) // registered first: runs after rt.Close below
 	rt, err := blitzio.New(blitzio.Config{Workers: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +73,7 @@ func TestBlitzioStressWakeAbortRace(t *testing.T) {
 	var ok, cancelled, drops atomic.Int64
 	var wg sync.WaitGroup
 	done := make(chan struct{})
+	rs := seeded(t)
 	for g := 0; g < goroutines; g++ {
 		wg.Add(1)
 		go func(seed uint64) {
@@ -102,7 +104,7 @@ func TestBlitzioStressWakeAbortRace(t *testing.T) {
 					t.Errorf("unexpected task error: %v", err)
 				}
 			}
-		}(uint64(g))
+		}(rs.Uint64())
 	}
 	go func() { wg.Wait(); close(done) }()
 	select {
@@ -125,6 +127,7 @@ func TestBlitzioStressWakeAbortRace(t *testing.T) {
 func TestBlitzioStressShutdownUnderLoad(t *testing.T) {
 	base := runtime.NumGoroutine()
 	rounds := 2 * stressScale(t)
+	rs := seeded(t)
 	for r := 0; r < rounds; r++ {
 		rt, err := blitzio.New(blitzio.Config{Workers: 3, MaxBlockingThreads: 8})
 		if err != nil {
@@ -163,7 +166,7 @@ func TestBlitzioStressShutdownUnderLoad(t *testing.T) {
 					hs = append(hs, h)
 					mu.Unlock()
 				}
-			}(uint64(p))
+			}(rs.Uint64())
 		}
 		time.Sleep(20 * time.Millisecond)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -55,6 +55,16 @@ func TestBlitzioTasksCallBlitz(t *testing.T) {
 		want += data[i]
 	}
 
+	// Every random choice comes from the run's seed: one source per caller goroutine,
+	// and one for the goroutine that spawns the tasks (a rand.Rand is not safe for
+	// concurrent use).
+	r := seeded(t)
+	callerSeeds := make([]uint64, callers)
+	for c := range callerSeeds {
+		callerSeeds[c] = r.Uint64()
+	}
+	spawnR := rand.New(rand.NewPCG(r.Uint64(), 1))
+
 	var failures atomic.Int64
 	var firstFailure sync.Once
 	var failMsg string
@@ -72,7 +82,7 @@ func TestBlitzioTasksCallBlitz(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r := rand.New(rand.NewPCG(uint64(c), 7))
+				r := rand.New(rand.NewPCG(callerSeeds[c], uint64(c)))
 				for range 5 {
 					n := 14 + r.IntN(6)
 					if got := blitz.Call(pool, func(t *blitz.Task) int { return fibJoin(t, n) }); got != bzFibSeq(n) {
@@ -85,7 +95,7 @@ func TestBlitzioTasksCallBlitz(t *testing.T) {
 		// blitzio tasks that sleep, then hand a parallel sum to the blitz pool.
 		handles := make([]blitzio.JoinHandle[int64], tasks)
 		for i := range handles {
-			d := time.Duration(rand.IntN(3000)) * time.Microsecond
+			d := time.Duration(spawnR.IntN(3000)) * time.Microsecond
 			handles[i] = blitzio.Spawn(rt, blitzio.AndThen(blitzio.Sleep(d), func(struct{}) blitzio.Future[int64] {
 				h := blitzio.SpawnBlocking(rt, func() int64 {
 					return blitz.Sum(data, blitz.WithPool(pool), blitz.WithGrain(1024))

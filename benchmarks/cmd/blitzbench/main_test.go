@@ -100,19 +100,23 @@ func TestRunJSONAndOut(t *testing.T) {
 	}
 }
 
-// TestMissedTargetsDoNotFail runs DequePushPop, whose 5 ns target no Go deque meets
-// (the note says why), and checks that the run lists it as missed and still exits 0.
+// TestMissedTargetsDoNotFail runs a case whose targets are missed on any machine (see
+// hostile9MissedSuite: fixed figures, so the outcome does not depend on timing; it used
+// to run DequePushPop and rely on its 5 ns target being out of reach) and checks that
+// the run lists them as missed and still exits 0.
 func TestMissedTargetsDoNotFail(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run([]string{"-suite", "lockfree", "-run", "^DequePushPop$", "-benchtime", "5ms"}, &out, &errOut); code != 0 {
+	if code := run([]string{"-suite", hostile9MissedSuite, "-benchtime", "5ms"}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d with a missed target: %s", code, errOut.String())
 	}
-	// The header's padding depends on the widest ratio of the run (a slow run under -race
-	// can print "109.13x faster"), so match the column names, not the spaces.
+	// The header's padding depends on the widest ratio of the run, so match the column
+	// names, not the spaces.
 	if !regexp.MustCompile(`ours vs this +target\n`).MatchString(out.String()) {
 		t.Errorf("no target column in the table:\n%s", out.String())
 	}
-	for _, want := range []string{"missed: at most 5 ns/op", "\n== targets: ", " missed", "  lockfree/DequePushPop: missed: at most 5 ns/op (measured: "} {
+	for _, want := range []string{"missed: at most 0 widgets/op", "missed: at least 2x faster", "\n== targets: 0 of 2 met, 2 missed\n",
+		"  " + hostile9MissedSuite + "/AlwaysMissed: missed: at most 0 widgets/op (measured: 1.00 widgets/op)",
+		"  " + hostile9MissedSuite + "/AlwaysMissed: missed: at least 2x faster than other (measured: 1.00x faster)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
