@@ -219,3 +219,16 @@ func warmUp() {
 	}
 	rt.Close()
 }
+
+// waitUntil polls cond until it holds, failing t with every goroutine's stack after d.
+// It must be called from the test goroutine.
+func waitUntil(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached after %v; goroutines:\n%s", what, d, stacks())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

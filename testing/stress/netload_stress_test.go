@@ -88,19 +88,6 @@ func newNetRuntime(t *testing.T, cfg blitzio.Config) *blitzio.Runtime {
 	return rt
 }
 
-// waitUntil polls cond until it holds, failing t with every goroutine's stack after d.
-// It must be called from the test goroutine.
-func waitUntil(t testing.TB, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached after %v; goroutines:\n%s", what, d, stacks())
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // connReport is what a server's connection handler reports when it returns: the
 // session id the client sent first (valid when hasID), the bytes or frames it read and
 // wrote, and the error that ended the connection (nil for a clean end of stream).
