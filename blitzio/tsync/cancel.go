@@ -39,6 +39,9 @@ type CancelToken struct {
 	prevSib, nextSib *CancelToken
 	waiters          waitList
 	done             chan struct{}
+	// afterFuncs lists the functions registered through the AfterFunc method of t's
+	// Context, through afterFunc.prev/next.
+	afterFuncs *afterFunc
 }
 
 // NewCancelToken returns a new root token.
@@ -95,6 +98,7 @@ func (t *CancelToken) Cancel() {
 		return
 	}
 	var wl wakeBuf
+	var run *afterFunc // the AfterFuncs to start, through next
 	mu := t.lock()
 	if t.cancelled.Load() {
 		mu.Unlock()
@@ -128,6 +132,13 @@ func (t *CancelToken) Cancel() {
 		if n.done != nil {
 			close(n.done)
 		}
+		for a := n.afterFuncs; a != nil; {
+			next := a.next
+			a.linked, a.prev = false, nil
+			a.next, run = run, a
+			a = next
+		}
+		n.afterFuncs = nil
 		// Push the children: the list is already linked through nextSib.
 		if c := n.children; c != nil {
 			n.children = nil
@@ -141,6 +152,10 @@ func (t *CancelToken) Cancel() {
 	}
 	mu.Unlock()
 	wl.wake(nil)
+	// Unlinked under the lock, so no stop touches them now.
+	for a := run; a != nil; a = a.next {
+		go a.f()
+	}
 }
 
 // closedChan is the Done channel of tokens cancelled before anyone asked for it.
@@ -278,7 +293,10 @@ func (f *CancelledFuture) Drop() {
 
 // Context returns a context.Context that is done when t is cancelled, with Err
 // context.Canceled. It has no deadline and no values. It costs no goroutine and no
-// registration: its Done is t's Done.
+// registration: its Done is t's Done. Contexts derived from it (context.WithCancel,
+// WithTimeout, WithDeadline, AfterFunc) cost no goroutine either while they wait: the
+// context has the AfterFunc method through which the context package registers with
+// the token instead of watching it from a goroutine.
 func (t *CancelToken) Context() context.Context {
 	if t == nil {
 		nilToken("Context")
@@ -298,6 +316,65 @@ func (c tokenContext) Err() error {
 	return nil
 }
 func (c tokenContext) String() string { return "tsync.CancelToken.Context" }
+
+// AfterFunc arranges for f to run on a goroutine of its own once the token is
+// cancelled, at once if it is already, as context.AfterFunc does; stop unregisters f,
+// reporting whether that kept it from running. context.AfterFunc and the context
+// package's derived contexts call it, so that waiting on the token costs them no
+// goroutine.
+func (c tokenContext) AfterFunc(f func()) (stop func() bool) {
+	return c.t.afterFunc(f)
+}
+
+// afterFunc is a function registered through the AfterFunc method of a token's
+// Context. Its links and linked are guarded by the tree's lock.
+type afterFunc struct {
+	f          func()
+	t          *CancelToken
+	prev, next *afterFunc
+	linked     bool // in t's list: neither run nor stopped yet
+}
+
+func (t *CancelToken) afterFunc(f func()) func() bool {
+	a := &afterFunc{f: f, t: t}
+	mu := t.lock()
+	if t.cancelled.Load() {
+		mu.Unlock()
+		// Not under the caller either: the context package calls this holding a lock
+		// of its own that f takes.
+		go f()
+		return a.stop
+	}
+	a.linked = true
+	a.next = t.afterFuncs
+	if a.next != nil {
+		a.next.prev = a
+	}
+	t.afterFuncs = a
+	mu.Unlock()
+	return a.stop
+}
+
+// stop unregisters a unless Cancel took it already; it reports whether it did.
+func (a *afterFunc) stop() bool {
+	t := a.t
+	mu := t.lock()
+	defer mu.Unlock()
+	if !a.linked {
+		return false
+	}
+	a.linked = false
+	if a.prev != nil {
+		a.prev.next = a.next
+	} else {
+		t.afterFuncs = a.next
+	}
+	if a.next != nil {
+		a.next.prev = a.prev
+	}
+	a.prev, a.next = nil, nil
+	return true
+}
 
 // FromContext returns a root token cancelled when ctx is done, and a function that
 // cancels the token and stops watching ctx (call it when done with the token, as with

@@ -197,12 +197,15 @@ func (s *Sender[T]) SendContext(ctx context.Context, v T) error {
 }
 
 // SendFuture is the future of Sender.SendAsync. It implements blitzio.Future[error] and
-// blitzio.Dropper. Waiting allocates nothing: its waiter node is part of it.
+// blitzio.Dropper. Waiting allocates nothing: its waiter node is part of it. Polled again
+// after it was ready, it returns the same result; polled after Drop (unless Reset since),
+// it panics, as the package's other futures do.
 type SendFuture[T any] struct {
-	s    *Sender[T]
-	v    T
-	node waitNode
-	done bool
+	s       *Sender[T]
+	v       T
+	node    waitNode
+	done    bool
+	dropped bool // Drop abandoned it before it was ready; Reset clears it
 	// started is set by the first Poll: a started, unfinished future may hold a
 	// registration or be about to retry, so Reset refuses it.
 	started bool
@@ -213,6 +216,9 @@ type SendFuture[T any] struct {
 func (f *SendFuture[T]) Poll(cx *blitzio.Context) (error, bool) {
 	if f.done {
 		return f.err, true
+	}
+	if f.dropped {
+		panic("tsync: SendFuture polled after Drop (Reset it to send again)")
 	}
 	if f.s == nil {
 		panic("tsync: the zero SendFuture polled (use Sender.SendAsync)")
@@ -256,10 +262,10 @@ func (f *SendFuture[T]) Reset(v T) {
 	if f.s == nil {
 		panic("tsync: SendFuture.Reset on the zero SendFuture (use Sender.SendAsync)")
 	}
-	if f.started && !f.done {
+	if f.started && !f.done && !f.dropped {
 		panic("tsync: SendFuture.Reset while the future is still sending")
 	}
-	f.v, f.done, f.started, f.err = v, false, false, nil
+	f.v, f.done, f.dropped, f.started, f.err = v, false, false, false, nil
 }
 
 func (f *SendFuture[T]) finish(err error) (error, bool) {
@@ -270,12 +276,14 @@ func (f *SendFuture[T]) finish(err error) (error, bool) {
 }
 
 // Drop abandons the send: nothing was sent. A free slot this future was woken for
-// passes to the next waiting sender.
+// passes to the next waiting sender. Drop is idempotent and does nothing to a future
+// that was ready; a dropped future must not be polled again (Poll panics) unless Reset
+// first.
 func (f *SendFuture[T]) Drop() {
-	if f.done || f.s == nil {
+	if f.done || f.dropped || f.s == nil {
 		return
 	}
-	f.done, f.err = true, ErrClosed
+	f.dropped = true
 	f.node.leave(&f.s.c.sendQ, nil)
 	var zero T
 	f.v = zero

@@ -25,16 +25,37 @@ type RwLock struct {
 	// rule).
 	gen     uint64
 	waiters waitList // readers and writers, in arrival order (waiter.kind)
+
+	// holds records each read hold, one slot per hold, so that a read guard unlocked
+	// twice (or a copy of one already unlocked) is caught even while other readers hold
+	// the lock. A guard carries its slot's index and the slot's generation at the time;
+	// a free slot links to the next free one. The slots start in inline and move to the
+	// heap only if more readers than that ever hold the lock at once; they are reused,
+	// never freed, so a steady number of readers allocates nothing.
+	holds  []readSlot
+	free   uint32 // 1 + index of the first free slot; 0: none
+	inline [4]readSlot
 }
+
+// readSlot records one read hold of an RwLock.
+type readSlot struct {
+	gen  uint32 // bumped by each hold that takes the slot
+	next uint32 // slotHeld while held; else 1 + index of the next free slot, 0 for none
+}
+
+const slotHeld = ^uint32(0)
 
 const (
 	kindReader uint8 = iota + 1
 	kindWriter
 )
 
-// RwLockReadGuard is a read hold on an RwLock. Unlock it once; unlocking more read
-// guards than were issued panics.
-type RwLockReadGuard struct{ l *RwLock }
+// RwLockReadGuard is a read hold on an RwLock. Unlocking it twice panics, through the
+// guard or a copy of it, even while other readers hold the lock.
+type RwLockReadGuard struct {
+	l   *RwLock
+	tok uint64 // the hold's slot index << 32 | the slot's generation
+}
 
 // RwLockWriteGuard is the write hold on an RwLock. Unlocking it twice panics.
 type RwLockWriteGuard struct {
@@ -52,15 +73,51 @@ func (l *RwLock) TryRead() (RwLockReadGuard, bool) {
 		nilRwLock("TryRead")
 	}
 	l.mu.Lock()
-	ok := !l.writer && l.waiters.empty()
-	if ok {
-		l.readers++
-	}
-	l.mu.Unlock()
-	if !ok {
+	if l.writer || !l.waiters.empty() {
+		l.mu.Unlock()
 		return RwLockReadGuard{}, false
 	}
-	return RwLockReadGuard{l}, true
+	tok := l.takeReadLocked()
+	l.mu.Unlock()
+	return RwLockReadGuard{l, tok}, true
+}
+
+// takeReadLocked adds a read hold and returns its token. Called with l.mu held.
+func (l *RwLock) takeReadLocked() uint64 {
+	var i uint32
+	if l.free != 0 {
+		i = l.free - 1
+		l.free = l.holds[i].next
+	} else {
+		if l.holds == nil {
+			l.holds = l.inline[:0]
+		}
+		// Each slot is a hold outstanding, so the count stays far below 2^32-1.
+		i = uint32(len(l.holds))
+		l.holds = append(l.holds, readSlot{})
+	}
+	s := &l.holds[i]
+	s.gen++
+	s.next = slotHeld
+	l.readers++
+	return uint64(i)<<32 | uint64(s.gen)
+}
+
+// dropReadLocked ends the read hold tok and reports true, or reports false if tok is
+// not held (its guard was unlocked already). Called with l.mu held.
+func (l *RwLock) dropReadLocked(tok uint64) bool {
+	i := tok >> 32
+	if i >= uint64(len(l.holds)) {
+		return false
+	}
+	s := &l.holds[i]
+	if s.next != slotHeld || s.gen != uint32(tok) {
+		return false
+	}
+	s.next = l.free
+	l.free = uint32(i) + 1
+	l.readers--
+	return true
 }
 
 // TryWrite takes the write hold if the lock is free and nobody waits.
@@ -148,8 +205,10 @@ func (l *RwLock) WriteContext(ctx context.Context) (RwLockWriteGuard, error) {
 	return blockOnCtx[RwLockWriteGuard](ctx, l.WriteAsync())
 }
 
-// Unlock releases the read hold. It panics if no read hold is outstanding (an unlock too
-// many) or on the zero guard.
+// Unlock releases the read hold. It panics if the guard was already unlocked (through
+// this copy or another, such as the copy a ReadAsync future polled again after it was
+// ready returns) or is the zero guard; the lock is left as it was then, so the other
+// readers keep their holds.
 func (g RwLockReadGuard) Unlock() {
 	l := g.l
 	if l == nil {
@@ -157,11 +216,10 @@ func (g RwLockReadGuard) Unlock() {
 	}
 	var wl wakeBuf
 	l.mu.Lock()
-	if l.readers == 0 {
+	if !l.dropReadLocked(g.tok) {
 		l.mu.Unlock()
-		panic("tsync: RwLockReadGuard unlocked more times than read holds were taken")
+		panic("tsync: RwLockReadGuard unlocked twice: the guard, or a copy of it, was already unlocked (unlocked more times than read holds were taken)")
 	}
-	l.readers--
 	l.grantLocked(&wl)
 	l.mu.Unlock()
 	wl.wake(nil)
@@ -198,7 +256,7 @@ func (l *RwLock) grantLocked(wl *wakeBuf) {
 			l.writer = true
 			w.got = int64(l.gen)
 		} else {
-			l.readers++
+			w.got = int64(l.takeReadLocked())
 		}
 		l.waiters.remove(w)
 		w.notified = true
@@ -217,18 +275,22 @@ type RwLockFuture[G RwLockReadGuard | RwLockWriteGuard] struct {
 	st    uint8
 }
 
-func (f *RwLockFuture[G]) makeGuard(gen uint64) G {
+// makeGuard makes the guard of a hold: tok is a read hold's token, or the write
+// generation.
+func (f *RwLockFuture[G]) makeGuard(tok uint64) G {
 	var g G
 	switch p := any(&g).(type) {
 	case *RwLockReadGuard:
-		*p = RwLockReadGuard{f.l}
+		*p = RwLockReadGuard{f.l, tok}
 	case *RwLockWriteGuard:
-		*p = RwLockWriteGuard{f.l, gen}
+		*p = RwLockWriteGuard{f.l, tok}
 	}
 	return g
 }
 
-// Poll takes the hold, or queues the future and returns pending.
+// Poll takes the hold, or queues the future and returns pending. Polled again after it
+// was ready, it returns the same guard: still one hold, to be unlocked once through one
+// of the copies (unlocking a second copy panics).
 func (f *RwLockFuture[G]) Poll(cx *blitzio.Context) (G, bool) {
 	var zero G
 	l := f.l
@@ -244,14 +306,15 @@ func (f *RwLockFuture[G]) Poll(cx *blitzio.Context) (G, bool) {
 		l.mu.Lock()
 		free := !l.writer && l.waiters.empty() && (f.w.kind == kindReader || l.readers == 0)
 		if free {
+			var tok uint64
 			if f.w.kind == kindReader {
-				l.readers++
+				tok = l.takeReadLocked()
 			} else {
 				l.writer = true
+				tok = l.gen
 			}
-			gen := l.gen
 			l.mu.Unlock()
-			return f.finish(f.makeGuard(gen))
+			return f.finish(f.makeGuard(tok))
 		}
 		f.w.waker = cx.Waker()
 		f.w.notified = false
@@ -263,9 +326,9 @@ func (f *RwLockFuture[G]) Poll(cx *blitzio.Context) (G, bool) {
 	l.mu.Lock()
 	if f.w.notified {
 		f.w.notified = false
-		gen := uint64(f.w.got)
+		tok := uint64(f.w.got)
 		l.mu.Unlock()
-		return f.finish(f.makeGuard(gen))
+		return f.finish(f.makeGuard(tok))
 	}
 	if w := cx.Waker(); !f.w.waker.WillWake(w) {
 		f.w.waker = w
@@ -298,7 +361,7 @@ func (f *RwLockFuture[G]) Drop() {
 	} else if f.w.notified {
 		f.w.notified = false
 		if f.w.kind == kindReader {
-			l.readers--
+			l.dropReadLocked(uint64(f.w.got))
 		} else {
 			l.writer = false
 			l.gen++

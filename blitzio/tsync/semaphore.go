@@ -72,7 +72,9 @@ func nilSemaphore(op string) {
 // Permit is n permits of a Semaphore. Release gives them back; Forget drops them from the
 // semaphore for good. Release and Forget empty the Permit, so calling either again on
 // the same Permit does nothing; releasing a copy as well returns the permits twice, so do
-// not copy a Permit you release. The zero Permit holds nothing.
+// not copy a Permit you release. (The package never hands one out twice: an
+// AcquireFuture polled again after it was ready panics rather than return its Permit
+// again.) The zero Permit holds nothing.
 type Permit struct {
 	sem *Semaphore
 	n   int64
@@ -321,20 +323,24 @@ func (s *Semaphore) AcquireContext(ctx context.Context, n int64) (Permit, error)
 // AcquireFuture is the future returned by Semaphore.AcquireAsync; its waiter node lives in it,
 // so waiting allocates nothing. Reset reuses it for another acquire of the same count.
 //
+// Unlike the package's other futures, which return the same result when polled again
+// after they were ready, an AcquireFuture panics then: a second copy of its Permit would
+// return the permits twice when both were released. Reset it to acquire again.
+//
 // A waiting future is linked into the primitive's queue: do not copy it once polled.
 type AcquireFuture struct {
-	s   *Semaphore
-	w   waiter
-	res blitzio.Result[Permit]
-	st  uint8
+	s  *Semaphore
+	w  waiter
+	st uint8
 }
 
-// Poll takes the permits, or queues the future and returns pending.
+// Poll takes the permits, or queues the future and returns pending. It panics if the
+// future was ready already (see AcquireFuture) or dropped.
 func (f *AcquireFuture) Poll(cx *blitzio.Context) (blitzio.Result[Permit], bool) {
 	s := f.s
 	switch f.st {
 	case futDone:
-		return f.res, true
+		panic("tsync: AcquireFuture polled again after it returned ready (its Permit would be handed out twice); Reset it to acquire again")
 	case futDropped:
 		panic("tsync: AcquireFuture polled after Drop")
 	case futIdle:
@@ -396,8 +402,8 @@ func (f *AcquireFuture) Poll(cx *blitzio.Context) (blitzio.Result[Permit], bool)
 }
 
 func (f *AcquireFuture) finish(p Permit, err error) (blitzio.Result[Permit], bool) {
-	f.res, f.st = blitzio.Result[Permit]{Value: p, Err: err}, futDone
-	return f.res, true
+	f.st = futDone
+	return blitzio.Result[Permit]{Value: p, Err: err}, true
 }
 
 // Drop gives up waiting: the permits collected so far, or all of them if the acquire was
@@ -435,5 +441,5 @@ func (f *AcquireFuture) Reset() {
 	if f.st == futWaiting {
 		f.Drop()
 	}
-	f.st, f.res = futIdle, blitzio.Result[Permit]{}
+	f.st = futIdle
 }
