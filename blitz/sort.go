@@ -21,7 +21,10 @@ const sortMinGrain = 1 << 14
 // radix sort over their bytes, 7 bytes per level, with two buffers of len(s) (key, index)
 // records; shared prefixes cost one pass per 7 bytes, not a comparison each, and a prefix
 // shared by all the strings of a group that ties on one level is skipped by comparing
-// them. Already sorted, reversed (non-increasing) and all-equal inputs are detected in one
+// them. A group that one level would barely split (long strings mixed with their own
+// prefixes, many duplicates) is split instead around a sampled pivot string, as in
+// multikey quicksort: strings equal to the pivot, or ending on its path, are done at once.
+// Already sorted, reversed (non-increasing) and all-equal inputs are detected in one
 // O(n) scan and cost no sort. Small inputs are sorted sequentially. If the sort is
 // interrupted (its pool refuses a nested call because it is closing), the panic reaches the
 // caller with s still a permutation of its input.
