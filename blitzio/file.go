@@ -26,13 +26,18 @@ import (
 // Reads and writes through the stream interface run one at a time and are write-behind,
 // as Tokio's: PollWrite takes the bytes and reports them written, and an error shows at the
 // next operation; call Flush (or Sync, or Close) to wait for the last write and see its
-// outcome. A dropped read loses nothing: the bytes it brought in are served to the next
-// read. ReadAt and WriteAt are independent of the file offset and may run concurrently;
-// inside an Async function, AwaitReadAt reads as Await(co, f.ReadAt(p, off)) does without
+// outcome (until then, other handles on the file, ReadFile included, may not see the
+// bytes; this File's own operations do, as they come after it). A dropped read loses
+// nothing: the bytes it brought in are served to the next read. ReadAt and WriteAt are
+// independent of the file offset and may run concurrently with each other (each waits
+// for a stream write in flight when it starts, so that it comes after the Write in
+// program order, as with os.File); inside an Async function, AwaitReadAt reads as Await(co, f.ReadAt(p, off)) does without
 // allocating when the page cache has the bytes.
 //
 // Errors are the ones package os returns (*fs.PathError and friends), so errors.Is(err,
-// fs.ErrNotExist) works. File operations need a runtime: poll them from tasks or BlockOn.
+// fs.ErrNotExist) works; as with os.File, the methods of a nil *File (Name and OSFile
+// aside) fail with os.ErrInvalid. File operations need a runtime: poll them from tasks or
+// BlockOn.
 type File struct {
 	b    *blockingIO
 	name string
@@ -50,32 +55,75 @@ func NewFile(f *os.File) *File {
 // Name returns the name the file was opened with.
 func (f *File) Name() string { return f.name }
 
-// OSFile returns the underlying *os.File, for calls this type lacks. Using it while an
-// operation of f is in flight races with that operation. Close f with Close, not
-// through the *os.File: f's reads use the descriptor number directly (kept open by f's
-// own count of operations in flight, which only Close waits for), so after a direct
-// close they could reach whatever file is opened next under that number.
+// OSFile returns the underlying *os.File, for calls this type lacks (nil for a nil f).
+// Using it while an operation of f is in flight races with that operation. With none in
+// flight, its offset is where f's reads and writes have reached: bytes a dropped stream
+// read brought in and f had not delivered yet are given back (the offset moves back
+// over them, and f's next read reads the file again from there), so reads through the
+// *os.File and then through f again continue where the other stopped. Close f with
+// Close, not through the *os.File: f's reads use the descriptor number directly (kept
+// open by f's own count of operations in flight, which only Close waits for), so after
+// a direct close they could reach whatever file is opened next under that number.
 func (f *File) OSFile() *os.File {
-	f.b.mu.Lock()
-	if f.b.op == nil {
-		f.b.syncPos() // its offset is where f's reads and writes have reached
+	if f == nil {
+		return nil
 	}
-	f.b.mu.Unlock()
-	return f.b.f
+	b := f.b
+	b.mu.Lock()
+	if b.op == nil {
+		b.syncPos() // its offset is where f's reads and writes have reached
+		if n := len(b.rbuf); n > 0 {
+			// Read ahead and not delivered: the kernel's offset is past the reader's.
+			// A file that cannot seek back (a pipe) keeps them for f's next read.
+			if _, err := b.f.Seek(-int64(n), io.SeekCurrent); err == nil {
+				b.rbuf, b.rerr = nil, nil
+			}
+		}
+	}
+	b.mu.Unlock()
+	return b.f
 }
 
-// PollRead implements AsyncReader.
-func (f *File) PollRead(cx *Context, p []byte) (Result[int], bool) { return f.b.PollRead(cx, p) }
+// nilFile is the future of a method of a nil *File: os.ErrInvalid, as os.File's
+// methods return for a nil *os.File.
+func nilFile[T any]() Future[Result[T]] { return Ready(Result[T]{Err: os.ErrInvalid}) }
 
-// PollWrite implements AsyncWriter.
-func (f *File) PollWrite(cx *Context, p []byte) (Result[int], bool) { return f.b.PollWrite(cx, p) }
+// PollRead implements AsyncReader, with os.File.Read's outcomes: 0 and io.EOF at the end
+// of the file, 0 and no error for an empty p (an *fs.PathError wrapping fs.ErrClosed
+// after Close, for any p).
+func (f *File) PollRead(cx *Context, p []byte) (Result[int], bool) {
+	if f == nil {
+		return Result[int]{Err: os.ErrInvalid}, true
+	}
+	return f.b.PollRead(cx, p)
+}
+
+// PollWrite implements AsyncWriter. It is write-behind (see File): it takes the bytes and
+// reports them written, and a failure shows at the next operation (Flush, say). An
+// empty write does nothing and reports 0 and no error, as Tokio's does, where
+// os.File.Write makes a system call of 0 bytes (which fails with EBADF on a file not open
+// for writing); after Close it fails with os.File's error for a closed file.
+func (f *File) PollWrite(cx *Context, p []byte) (Result[int], bool) {
+	if f == nil {
+		return Result[int]{Err: os.ErrInvalid}, true
+	}
+	return f.b.PollWrite(cx, p)
+}
 
 // PollFlush waits for the write in flight and reports its error.
-func (f *File) PollFlush(cx *Context) (Result[struct{}], bool) { return f.b.PollFlush(cx) }
+func (f *File) PollFlush(cx *Context) (Result[struct{}], bool) {
+	if f == nil {
+		return Result[struct{}]{Err: os.ErrInvalid}, true
+	}
+	return f.b.PollFlush(cx)
+}
 
 // Flush returns a future that waits for the writes already accepted and reports the
 // first error among them.
 func (f *File) Flush() Future[Result[struct{}]] {
+	if f == nil {
+		return nilFile[struct{}]()
+	}
 	return PollFn(f.b.PollFlush)
 }
 
@@ -90,6 +138,12 @@ func (f *File) Flush() Future[Result[struct{}]] {
 // The other calls discard them, and move the position back over them when the file
 // should keep it (SeekTo counts from the reader's position, SetLen seeks back over them)
 // or have no use for it (Close). Tokio's File does the same.
+//
+// A call that moves the position or changes the bytes (SeekTo, SetLen: inOrder) takes
+// the stream operations' slot while it runs on the pool, so that the reads and writes
+// after it, and ReadAt and WriteAt, wait for it: one whose future is dropped after the
+// call started still takes effect before the next operation, as if it had completed,
+// never in the middle of later reads.
 type afterIdle[T any] struct {
 	b *blockingIO
 	// gate, if set, must report true (after the stream operations are idle) before
@@ -107,8 +161,14 @@ type afterIdle[T any] struct {
 	keepReadAhead bool
 	// close makes this Close's future: it waits for a write in flight but not for a
 	// read (idleForClose), and closes the file even when it reports a write's error.
-	close  bool
-	result Result[T]
+	close bool
+	// inOrder makes the call take the stream slot while it runs (see above): slotOp
+	// holds it, and the call's outcome is in slotRes once slot has completed.
+	inOrder bool
+	slot    JoinHandle[struct{}]
+	slotOp  *blockingOp
+	slotRes *Result[T]
+	result  Result[T]
 }
 
 func (a *afterIdle[T]) onCallerGoroutine() { a.direct = true }
@@ -156,27 +216,47 @@ func (a *afterIdle[T]) Poll(cx *Context) (Result[T], bool) {
 		case !a.keepReadAhead:
 			b.rbuf, b.rerr = nil, nil
 		}
-		b.mu.Unlock()
-		call := a.call
-		if werr != nil {
-			// Close still closes the file (the descriptor must not leak), and reports the
-			// write's error, the first one.
-			closeFile := call
-			call = func(readAhead int) (T, error) {
-				v, _ := closeFile(readAhead)
-				return v, werr
+		if a.inOrder && !a.direct {
+			// In the stream slot, taken before b.mu is released (see afterIdle).
+			call, res := a.call, new(Result[T])
+			a.slot = SpawnBlocking(cx, func() struct{} {
+				v, err := call(readAhead)
+				*res = Result[T]{Value: v, Err: err}
+				return struct{}{}
+			})
+			a.slotOp = &blockingOp{inOrder: true, h: a.slot}
+			b.op = a.slotOp
+			b.writing.Store(true)
+			b.mu.Unlock()
+			a.slotRes, a.start = res, true
+		} else {
+			b.mu.Unlock()
+			if v, ok := a.startCall(cx, werr, readAhead); ok {
+				return v, true
 			}
 		}
-		if a.direct || a.inline != nil && a.inline() {
-			v, err := call(readAhead)
-			a.done, a.result = true, Result[T]{Value: v, Err: err}
-			return a.result, true
+	}
+	if a.slotRes != nil {
+		r, ok := a.slot.Poll(cx)
+		if !ok {
+			return Result[T]{}, false
 		}
-		a.h = SpawnBlocking(cx, func() Result[T] {
-			v, err := call(readAhead)
-			return Result[T]{Value: v, Err: err}
-		})
-		a.start = true
+		a.done = true
+		if r.Err != nil {
+			a.result = Result[T]{Err: r.Err} // the runtime closed before the call ran
+		} else {
+			a.result = *a.slotRes
+		}
+		// Give the slot back, unless an operation after it has settled it already.
+		b := a.b
+		b.mu.Lock()
+		if b.op == a.slotOp {
+			b.op = nil
+			b.writing.Store(false)
+		}
+		b.mu.Unlock()
+		a.slotOp = nil
+		return a.result, true
 	}
 	r, ok := a.h.Poll(cx)
 	if !ok {
@@ -191,13 +271,45 @@ func (a *afterIdle[T]) Poll(cx *Context) (Result[T], bool) {
 	return a.result, true
 }
 
+// startCall runs the call on the polling goroutine when it may, and reports its result
+// (true), or starts it on the blocking pool (false). werr is the write error a Close
+// reports.
+func (a *afterIdle[T]) startCall(cx *Context, werr error, readAhead int) (Result[T], bool) {
+	call := a.call
+	if werr != nil {
+		// Close still closes the file (the descriptor must not leak), and reports the
+		// write's error, the first one.
+		closeFile := call
+		call = func(readAhead int) (T, error) {
+			v, _ := closeFile(readAhead)
+			return v, werr
+		}
+	}
+	if a.direct || a.inline != nil && a.inline() {
+		v, err := call(readAhead)
+		a.done, a.result = true, Result[T]{Value: v, Err: err}
+		return a.result, true
+	}
+	a.h = SpawnBlocking(cx, func() Result[T] {
+		v, err := call(readAhead)
+		return Result[T]{Value: v, Err: err}
+	})
+	a.start = true
+	return Result[T]{}, false
+}
+
 // SeekTo returns a future that sets the offset for the next read or write, like
 // os.File.Seek, after the operations in flight. Bytes read ahead are accounted for: a
 // relative seek is from the position the reader has reached (they are discarded, the
-// next read reads the file at the new offset).
+// next read reads the file at the new offset). A SeekTo dropped before it completes has
+// either not moved the offset or moves it before any operation started after the drop
+// (it never lands between later reads).
 func (f *File) SeekTo(offset int64, whence int) Future[Result[int64]] {
+	if f == nil {
+		return nilFile[int64]()
+	}
 	file := f.b.f
-	return &afterIdle[int64]{b: f.b, call: func(readAhead int) (int64, error) {
+	return &afterIdle[int64]{b: f.b, inOrder: true, call: func(readAhead int) (int64, error) {
 		if whence == io.SeekCurrent {
 			offset -= int64(readAhead)
 		}
@@ -208,6 +320,9 @@ func (f *File) SeekTo(offset int64, whence int) Future[Result[int64]] {
 // Sync returns a future that writes the file's data and metadata to stable storage
 // (fsync), after the writes in flight.
 func (f *File) Sync() Future[Result[struct{}]] {
+	if f == nil {
+		return nilFile[struct{}]()
+	}
 	file := f.b.f
 	return &afterIdle[struct{}]{b: f.b, keepReadAhead: true,
 		call: func(int) (struct{}, error) { return struct{}{}, file.Sync() }}
@@ -215,10 +330,15 @@ func (f *File) Sync() Future[Result[struct{}]] {
 
 // SetLen returns a future that truncates or extends the file to size bytes, after the
 // writes in flight. Like os.File.Truncate, it does not move the offset: the next read
-// reads the file as it is after the change, from where the reader had reached.
+// reads the file as it is after the change, from where the reader had reached. A SetLen
+// dropped before it completes either has not run or is done before any operation of f
+// started after the drop, ReadAt and WriteAt included.
 func (f *File) SetLen(size int64) Future[Result[struct{}]] {
+	if f == nil {
+		return nilFile[struct{}]()
+	}
 	file := f.b.f
-	return &afterIdle[struct{}]{b: f.b, call: func(readAhead int) (struct{}, error) {
+	return &afterIdle[struct{}]{b: f.b, inOrder: true, call: func(readAhead int) (struct{}, error) {
 		// Bytes read ahead are discarded rather than kept: those past a smaller size
 		// would no longer be in the file, and an end of file seen before a larger
 		// size no longer holds. So the position goes back over them first, where the
@@ -235,6 +355,9 @@ func (f *File) SetLen(size int64) Future[Result[struct{}]] {
 
 // Stat returns a future of the file's metadata, after the writes in flight.
 func (f *File) Stat() Future[Result[fs.FileInfo]] {
+	if f == nil {
+		return nilFile[fs.FileInfo]()
+	}
 	file := f.b.f
 	return &afterIdle[fs.FileInfo]{b: f.b, keepReadAhead: true,
 		call: func(int) (fs.FileInfo, error) { return file.Stat() }}
@@ -242,6 +365,9 @@ func (f *File) Stat() Future[Result[fs.FileInfo]] {
 
 // SetPermissions returns a future that changes the file's mode, like os.File.Chmod.
 func (f *File) SetPermissions(mode fs.FileMode) Future[Result[struct{}]] {
+	if f == nil {
+		return nilFile[struct{}]()
+	}
 	file := f.b.f
 	return &afterIdle[struct{}]{b: f.b, keepReadAhead: true,
 		call: func(int) (struct{}, error) { return struct{}{}, file.Chmod(mode) }}
@@ -265,6 +391,9 @@ func (f *File) SetPermissions(mode fs.FileMode) Future[Result[struct{}]] {
 // another process truncated the file and wrote it again (auto_da_alloc) starts the
 // writeback of that data, without waiting for it.
 func (f *File) Close() Future[Result[struct{}]] {
+	if f == nil {
+		return nilFile[struct{}]()
+	}
 	file := f.b.f
 	a := &afterIdle[struct{}]{b: f.b, gate: f.b.refs.closeGate, close: true,
 		call: func(int) (struct{}, error) { return struct{}{}, file.Close() }}
@@ -328,14 +457,21 @@ func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 	case posDone:
 		return f.res, true
 	case posStart:
+		if f.b.writing.Load() && !f.b.settleWrite(cx) {
+			return Result[int]{}, false // after the stream write in flight
+		}
 		// A read served on the worker completes without ever returning pending: spend
 		// the task's budget first, so a task looping over cached reads yields.
 		if !cx.ConsumeBudget() {
 			return Result[int]{}, false
 		}
-		if f.direct {
+		if f.direct || f.n == 0 {
 			// On BlockOn's goroutine, which waits either way: os.File's own call, into
-			// the caller's slice (the future cannot be dropped during the call).
+			// the caller's slice (the future cannot be dropped during the call). An
+			// empty read or write is os.File's call too, wherever it runs: it makes no
+			// system call, and answers as os does (0 and nil even on a file not open
+			// for that, an error for a negative offset or an O_APPEND WriteAt), where
+			// an empty transfer on the ring would report EBADF.
 			var n int
 			var err error
 			if f.write {
@@ -397,8 +533,9 @@ func (f *positioned) Poll(cx *Context) (Result[int], bool) {
 // reports whether an operation is in flight on the ring.
 func (f *positioned) startRing(cx *Context) bool {
 	b := f.b
-	// A negative offset fails on the pool, with os.File's error.
-	if f.off < 0 {
+	// A negative offset fails on the pool, with os.File's error; so does a file without
+	// positions (a pipe, a terminal: ESPIPE), which the ring would read at no offset.
+	if f.off < 0 || !b.positional {
 		return false
 	}
 	if !f.write && !f.detached {
@@ -505,6 +642,9 @@ func (f *positioned) Drop() {
 // function, AwaitReadAt does the same read without allocating a future when the page
 // cache has the bytes.
 func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
+	if f == nil {
+		return nilFile[int]()
+	}
 	return &positioned{b: f.b, p: p, n: len(p), off: off}
 }
 
@@ -524,8 +664,12 @@ func (f *File) ReadAt(p []byte, off int64) Future[Result[int]] {
 // waited. co must be the *Co of the running Async function (AwaitReadAt panics
 // otherwise, as Await does).
 func (f *File) AwaitReadAt(co *Co, p []byte, off int64) (int, error) {
+	if f == nil {
+		return 0, os.ErrInvalid
+	}
 	// The checks Await makes; if one fails, the Await below panics with its message.
-	if co != nil && co.active.Load() && !co.unwinding && !co.polling && off >= 0 && len(p) > 0 {
+	if co != nil && co.active.Load() && !co.unwinding && !co.polling && off >= 0 && len(p) > 0 &&
+		f.b.positional && !f.b.writing.Load() {
 		if co.cx.budgetSpent() {
 			Await(co, YieldNow()) // polled again with a fresh budget
 		}
@@ -558,6 +702,9 @@ func (f *positioned) releaseDetached() {
 // progress cannot be taken back (on the ring, the cancellation stops only a write the
 // kernel has not started).
 func (f *File) WriteAt(p []byte, off int64) Future[Result[int]] {
+	if f == nil {
+		return nilFile[int]()
+	}
 	return &positioned{b: f.b, write: true, p: append([]byte(nil), p...), n: len(p), off: off}
 }
 

@@ -34,17 +34,23 @@ type blockingIO struct {
 	rerr error
 	// werr is the error of a finished write, reported by the next operation.
 	werr error
+	// writing is set while op is a stream write, or a SeekTo or SetLen (set when op is
+	// started, cleared by settle, both with mu held): ReadAt and WriteAt wait for it
+	// (settleWrite), read without mu.
+	writing atomic.Bool
 	// nw is the state of readNoWait for this file.
 	nw noWait
 
 	// The io_uring path (file_ring.go): the descriptor number (-1: none), the
-	// operations in flight on it, the ways this File may use, and whether the file
-	// is regular and opened O_APPEND. ringOff is set when the ring refused an
-	// operation on this file for good (EOPNOTSUPP): the pool takes over.
+	// operations in flight on it, the ways this File may use, whether the file is
+	// regular, has positions (ReadAt and WriteAt may skip the pool: see ringTarget),
+	// and was opened O_APPEND. ringOff is set when the ring refused an operation on
+	// this file for good (EOPNOTSUPP): the pool takes over.
 	fd         int
 	refs       fileRefs
 	io         fileIO
 	regular    bool
+	positional bool
 	appendMode bool
 	ringOff    atomic.Bool
 	// pos is the file position while posOwned (guarded by mu). Stream reads and writes
@@ -61,6 +67,9 @@ type blockingIO struct {
 
 type blockingOp struct {
 	write bool
+	// inOrder marks a SeekTo or SetLen running on the pool (h), which holds the slot
+	// of the stream operations until it ends (see afterIdle); it has no bytes.
+	inOrder bool
 	// ring is the io_uring operation when the ring runs this one, nil on the pool.
 	ring *ringOp
 	// seekBack, for a write, is the count of bytes read ahead and not delivered: the
@@ -76,7 +85,7 @@ func newBlockingIO(f *os.File) *blockingIO {
 	b := &blockingIO{f: f, fd: -1, io: fileIOFromEnv()}
 	if b.io&(fileNoWait|fileRingRead|fileRingWrite) != 0 {
 		if rc, err := f.SyscallConn(); err == nil {
-			b.fd, b.regular, b.appendMode = ringTarget(rc)
+			b.fd, b.regular, b.positional, b.appendMode = ringTarget(rc)
 		}
 		b.nw.on = b.io&fileNoWait != 0 && b.fd >= 0
 		if b.nw.on && b.regular {
@@ -90,7 +99,7 @@ func newBlockingIO(f *os.File) *blockingIO {
 // O_APPEND flag the caller knows (it opened the file itself): no fstat and fcntl to
 // find them. mode is the fileIOFromEnv the caller read.
 func newBlockingIOKnown(f *os.File, mode fileIO, fd int, appendMode bool) *blockingIO {
-	b := &blockingIO{f: f, fd: fd, io: mode, regular: true, appendMode: appendMode}
+	b := &blockingIO{f: f, fd: fd, io: mode, regular: true, positional: true, appendMode: appendMode}
 	b.nw.on = mode&fileNoWait != 0
 	if b.nw.on {
 		b.refs.makeShards() // workers may read it at once (ReadAt)
@@ -231,7 +240,13 @@ func (b *blockingIO) settle(cx *Context) bool {
 		}
 	}
 	b.op = nil
+	if op.inOrder {
+		// Its outcome is the SeekTo's or SetLen's own to report.
+		b.writing.Store(false)
+		return true
+	}
 	if op.write {
+		b.writing.Store(false)
 		if err == nil && op.n < len(op.buf) {
 			err = io.ErrShortWrite
 		}
@@ -257,8 +272,15 @@ func (b *blockingIO) settle(cx *Context) bool {
 // its end in small pieces yields to the others every so often. With the budget spent
 // it yields before taking any bytes, so that none are taken by a poll that cannot
 // report them.
+//
+// Once Close has begun, a read fails with os.File's error for a read of a closed file
+// (an *fs.PathError, Op "read", wrapping fs.ErrClosed), an empty one included, as
+// os.File.Read's does.
 func (b *blockingIO) PollRead(cx *Context, p []byte) (Result[int], bool) {
 	if len(p) == 0 {
+		if b.refs.closing.Load() {
+			return Result[int]{Err: b.closedErr("read")}, true
+		}
 		return Result[int]{}, true
 	}
 	if cx.budgetSpent() {
@@ -282,6 +304,10 @@ func (b *blockingIO) PollRead(cx *Context, p []byte) (Result[int], bool) {
 		}
 		if err := b.takeErr(); err != nil {
 			return Result[int]{Err: err}, true
+		}
+		if b.refs.closing.Load() {
+			// Not the error of a call on the closed file (the position's seek, say).
+			return Result[int]{Err: b.closedErr("read")}, true
 		}
 		// At the file position: the kernel's, or ours while ring operations own it
 		// (the kernel's is stale then).
@@ -317,8 +343,13 @@ func (b *blockingIO) takeErr() error {
 	return err
 }
 
-// PollWrite implements AsyncWriter (write-behind: see blockingIO).
+// PollWrite implements AsyncWriter (write-behind: see blockingIO). Once Close has begun,
+// a write, an empty one included, fails at once with os.File's error for a write to a
+// closed file.
 func (b *blockingIO) PollWrite(cx *Context, p []byte) (Result[int], bool) {
+	if b.refs.closing.Load() {
+		return Result[int]{Err: b.closedErr("write")}, true
+	}
 	if len(p) == 0 {
 		return Result[int]{}, true
 	}
@@ -337,8 +368,24 @@ func (b *blockingIO) PollWrite(cx *Context, p []byte) (Result[int], bool) {
 	back := int64(len(b.rbuf))
 	b.rbuf, b.rerr = nil, nil
 	n := min(len(p), maxBlockingChunk)
+	b.writing.Store(true)
 	b.start(cx, &blockingOp{write: true, seekBack: back, buf: append([]byte(nil), p[:n]...)})
 	return Result[int]{Value: n}, true
+}
+
+// settleWrite waits for the stream write in flight, if any (or a SeekTo or SetLen on the
+// pool), and reports whether none is left (if one is, cx's task is woken when it ends).
+// ReadAt and WriteAt call it before they start, so that they come after the bytes Write
+// accepted, in program order as with os.File: a ReadAt after a Write reads what it
+// wrote, and a WriteAt over the same bytes wins. The write's error stays for the next
+// stream operation.
+func (b *blockingIO) settleWrite(cx *Context) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.op == nil || !b.op.write && !b.op.inOrder {
+		return true
+	}
+	return b.settle(cx)
 }
 
 // PollFlush waits for the write in flight and reports its error.
@@ -365,7 +412,7 @@ func (b *blockingIO) idle(cx *Context) (readAhead int, ok bool) {
 }
 
 // idleForClose is idle for Close, which waits for a write in flight (its outcome is
-// Close's to report) but not for a read: as with os.File, whose Close makes a Read
+// Close's to report), and for a SeekTo or SetLen, but not for a read: as with os.File, whose Close makes a Read
 // blocked on the file return, a read may wait for data that never comes (a pipe whose
 // writer stays open), and Close must not wait with it. It reports whether the file may
 // be closed now; if not, cx's task is woken when the write ends. Called with b.mu held.
@@ -380,7 +427,7 @@ func (b *blockingIO) idle(cx *Context) (readAhead int, ok bool) {
 // descriptor is closed only once the kernel has let go of it.
 func (b *blockingIO) idleForClose(cx *Context) bool {
 	op := b.op
-	if op == nil || op.write {
+	if op == nil || op.write || op.inOrder {
 		return b.settle(cx)
 	}
 	if op.ring != nil {
@@ -397,7 +444,12 @@ func (b *blockingIO) idleForClose(cx *Context) bool {
 // Called by Close, with b.mu held, when it takes a read away.
 func (b *blockingIO) closeReads() {
 	b.rbuf = nil
-	b.rerr = &fs.PathError{Op: "read", Path: b.f.Name(), Err: os.ErrClosed}
+	b.rerr = b.closedErr("read")
+}
+
+// closedErr is os.File's error for operation op on a closed file.
+func (b *blockingIO) closedErr(op string) error {
+	return &fs.PathError{Op: op, Path: b.f.Name(), Err: os.ErrClosed}
 }
 
 // isClosedRead reports whether err is the error closeReads leaves for the next read.

@@ -437,10 +437,12 @@ func ringFallback(err error) bool {
 
 // ringTarget finds what the ring needs to know of f: its descriptor number, whether it
 // is a regular file (stream reads and writes go through the ring only then: a pipe or
-// terminal opened non-blocking would fail with EAGAIN there), and whether it was opened
-// O_APPEND (positioned writes then go to the pool, which reports os's error for them).
-// fd is -1 when the descriptor cannot be had.
-func ringTarget(rc syscall.RawConn) (fd int, regular, appendMode bool) {
+// terminal opened non-blocking would fail with EAGAIN there), whether it has positions
+// (a regular file or a block device: ReadAt and WriteAt go through the ring only then,
+// since the ring reads a pipe at no offset where pread fails with ESPIPE), and whether
+// it was opened O_APPEND (positioned writes then go to the pool, which reports os's
+// error for them). fd is -1 when the descriptor cannot be had.
+func ringTarget(rc syscall.RawConn) (fd int, regular, positional, appendMode bool) {
 	fd = -1
 	if rc == nil {
 		return
@@ -456,6 +458,7 @@ func ringTarget(rc syscall.RawConn) (fd int, regular, appendMode bool) {
 		}
 		fd = int(sysfd)
 		regular = st.Mode&unix.S_IFMT == unix.S_IFREG
+		positional = regular || st.Mode&unix.S_IFMT == unix.S_IFBLK
 		appendMode = fl&unix.O_APPEND != 0
 	})
 	return

@@ -244,27 +244,34 @@ func Exists(name string) Future[Result[bool]] {
 
 // DirReader streams the entries of a directory, a batch at a time from the blocking
 // pool: a directory of a million entries is never held in memory at once. Create it with
-// ReadDir and Close it when done.
+// ReadDir and Close it when done. A DirReader is for one task at a time.
 type DirReader struct {
-	name  string
-	f     *os.File
-	batch []fs.DirEntry
-	err   error
-	next  *blockingFuture[[]fs.DirEntry]
-	open  *blockingFuture[*os.File]
+	name   string
+	f      *os.File
+	batch  []fs.DirEntry
+	err    error
+	next   *blockingFuture[[]fs.DirEntry]
+	open   *blockingFuture[*os.File]
+	closed bool
 }
 
 // dirBatch is how many entries one blocking call reads.
 const dirBatch = 256
 
 // ReadDir returns a reader of the entries of the directory name (in directory order,
-// not sorted, unlike os.ReadDir). Errors, opening included, come from Next.
+// not sorted, unlike os.ReadDir). Errors, opening included, come from Next, in
+// os.ReadDir's form: a name that is not a directory fails the open with ENOTDIR (without
+// opening it: a FIFO's open would wait for a writer).
 func ReadDir(name string) *DirReader {
 	return &DirReader{name: name}
 }
 
-// PollNext returns the next entry, or io.EOF after the last one.
+// PollNext returns the next entry, or io.EOF after the last one. On a nil *DirReader it
+// fails with os.ErrInvalid, as os.File's ReadDir does on a nil *os.File.
 func (d *DirReader) PollNext(cx *Context) (Result[fs.DirEntry], bool) {
+	if d == nil {
+		return Result[fs.DirEntry]{Err: os.ErrInvalid}, true
+	}
 	for {
 		if len(d.batch) > 0 {
 			if !cx.ConsumeBudget() {
@@ -280,7 +287,7 @@ func (d *DirReader) PollNext(cx *Context) (Result[fs.DirEntry], bool) {
 		if d.f == nil {
 			if d.open == nil {
 				name := d.name
-				d.open = blockingCall(func() (*os.File, error) { return os.Open(name) })
+				d.open = blockingCall(func() (*os.File, error) { return openDir(name) })
 			}
 			r, ok := d.open.Poll(cx)
 			if !ok {
@@ -312,12 +319,32 @@ func (d *DirReader) PollNext(cx *Context) (Result[fs.DirEntry], bool) {
 func (d *DirReader) Next() Future[Result[fs.DirEntry]] { return PollFn(d.PollNext) }
 
 // Close releases the directory. A Next in flight finishes on the blocking pool first.
+// As with os.File, Next after Close fails with an *fs.PathError wrapping fs.ErrClosed
+// (the entries read and not yet returned are dropped), and so does a second Close.
 func (d *DirReader) Close() error {
-	if d.f == nil {
+	if d == nil {
+		return os.ErrInvalid
+	}
+	if d.closed {
+		return &fs.PathError{Op: "close", Path: d.name, Err: os.ErrClosed}
+	}
+	d.closed = true
+	d.batch = nil
+	d.err = &fs.PathError{Op: "readdirent", Path: d.name, Err: os.ErrClosed}
+	f := d.f
+	d.f = nil
+	if f == nil {
+		if d.open != nil && d.open.start && !d.open.done {
+			// The open is running: close what it opens, once it has.
+			h := d.open.h
+			go func() {
+				if r, err := h.Wait(); err == nil && r.Err == nil {
+					r.Value.Close()
+				}
+			}()
+		}
 		return nil
 	}
-	f := d.f
-	d.f, d.err = nil, os.ErrClosed
 	if d.next != nil && d.next.start && !d.next.done {
 		// A batch read is running on f: close after it, from the pool.
 		h := d.next.h
