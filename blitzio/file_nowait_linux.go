@@ -3,6 +3,7 @@
 package blitzio
 
 import (
+	"math"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -28,6 +29,12 @@ import (
 func readNoWait(cx *Context, b *blockingIO, p []byte, off int64) (int, bool) {
 	nw := &b.nw
 	if !nw.on || nw.off.Load() || len(p) == 0 {
+		return 0, false
+	}
+	if off > math.MaxInt64-int64(len(p)) {
+		// The kernel refuses a range past the largest offset with EINVAL, which below
+		// means "this file cannot do it" and switches the worker's reads off for good:
+		// leave this one call to the blocking path, which reports os's error.
 		return 0, false
 	}
 	if nw.misses.Load() >= noWaitMissLimit && nw.skips.Add(1)%noWaitProbe != 0 {
