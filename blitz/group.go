@@ -17,24 +17,41 @@ import (
 // and GroupContext choose the pool. A Group may be used again after Wait: Go then starts
 // new functions and the next Wait waits for those.
 //
-// How it differs from errgroup:
+// How it differs from errgroup (golang.org/x/sync/errgroup):
 //
 //   - The functions run on the pool's workers (GOMAXPROCS goroutines by default), not on
 //     a goroutine each; the goroutine that calls Wait runs queued functions too while it
 //     waits. That suits CPU work: thousands of short functions cost thousands of queue
 //     entries, not goroutines, and never more runnable goroutines than cores. It does not
 //     suit blocking work (I/O, sleeps, locks held for long, channel waits on other
-//     goroutines): a blocked function holds a worker, so a pool of N workers runs at most
-//     N of them at once, and it delays every other job of the pool. Blocking work belongs
-//     in errgroup or plain goroutines.
+//     goroutines): a blocked function holds the worker running it, so a pool of N
+//     workers runs about N of them at once (plus the goroutines in Wait, which run
+//     functions too), and it delays every other job of the pool. Functions that wait
+//     for one another (a producer and its consumers, a barrier) deadlock once the
+//     waiting ones hold every worker and every Wait, where errgroup's goroutines would
+//     not. Blocking work belongs in errgroup or plain goroutines.
+//   - Wait, once no function is left to start, blocks its goroutine until the running
+//     ones return; called from pool work, it holds that worker meanwhile without running
+//     other jobs of the pool (Scope's wait does run them, as Rayon's scope does).
 //   - Go never blocks, even with a limit: the functions beyond the limit wait in the
 //     Group's queue, in the order of the Go calls, and start as the running ones finish.
-//     (errgroup's Go blocks the caller until a slot is free.)
+//     (errgroup's Go blocks the caller until a slot is free, which deadlocks a function
+//     that calls Go on its own full Group.) TryGo refuses once limit functions are
+//     pending, queued or running.
+//   - SetLimit(0) panics (errgroup's Go would then block forever), and SetLimit panics
+//     whenever functions are pending, to remove the limit as well (errgroup only panics
+//     when goroutines counted against a previous limit are active).
 //   - A panic in a function is recovered, cancels the context like an error, and is
 //     re-raised by Wait as a *PanicError carrying the value and the stack of the
-//     panicking goroutine, after every function has finished. A function that calls
-//     runtime.Goexit (t.Fatal does) ends the goroutine running it; Wait re-raises that
-//     as a *PanicError wrapping ErrGoexit, and the other functions still run.
+//     panicking goroutine, after every function has finished: by every Wait in progress
+//     then, or else by the next Wait. (errgroup lets the panic crash the program, from
+//     the function's goroutine.) So a panic surfaces only when Wait is called and its
+//     other functions return: one that waits for the function that panicked hangs Wait.
+//   - A function that calls runtime.Goexit (t.Fatal does) ends the goroutine running it;
+//     Wait re-raises that as a *PanicError wrapping ErrGoexit, and the other functions
+//     still run. (errgroup's Wait counts such a function as one that returned nil.) The
+//     goroutine that ends may be the one in Wait, which runs queued functions: then that
+//     Wait never returns, and another or a later Wait re-raises ErrGoexit.
 //
 // While a Group has functions pending it counts as work in flight on its pool: Close
 // waits for them. Go obeys the pool's rule for new work, as Pool.Go does (see
@@ -68,8 +85,11 @@ type Group struct {
 	// for a job the pool has not started (it takes the slot and runs the function
 	// itself): with every worker blocked in some Wait, such a job would never start.
 	running, starting int
-	err               error
-	panicked          *PanicError
+	// waiters counts the Waits in progress.
+	waiters  int
+	err      error
+	panicked *PanicError
+	failed   bool // a function has returned an error or panicked: the context is cancelled
 }
 
 // NewGroup returns an empty Group whose functions run on p (the default pool if p is nil).
@@ -79,7 +99,9 @@ func NewGroup(p *Pool) *Group { return &Group{pool: p} }
 // and a context derived from ctx that is cancelled when a function first returns an
 // error or panics (with that error, or the *PanicError, as its cause; see
 // context.Cause), or when Wait returns, whichever happens first. It is errgroup's
-// WithContext. GroupContext panics if ctx is nil.
+// WithContext. The context is not renewed: functions started after Wait returned (a
+// Group used again) see it cancelled, as with errgroup. GroupContext panics if ctx is
+// nil.
 func GroupContext(ctx context.Context, p *Pool) (*Group, context.Context) {
 	if ctx == nil {
 		parNil("GroupContext", "ctx")
@@ -90,8 +112,9 @@ func GroupContext(ctx context.Context, p *Pool) (*Group, context.Context) {
 
 // SetLimit makes the Group run at most n of its functions at once; a negative n removes
 // the limit (the default). Functions started with Go beyond the limit are queued, not
-// refused. SetLimit panics if n is 0 (nothing could ever run) or if the Group has
-// functions pending (queued or running), as errgroup's does.
+// refused. SetLimit panics if n is 0 (nothing could ever run; errgroup's Go would block
+// forever) or if the Group has functions pending (queued or running), as errgroup's does
+// while goroutines it counts are active (see Group for the difference).
 func (g *Group) SetLimit(n int) {
 	if n == 0 {
 		panic("blitz: Group.SetLimit: limit 0 would never run anything (use a negative n for no limit)")
@@ -270,17 +293,33 @@ func (g *Group) call(f func() error) {
 }
 
 // finish records the end of one function: the first error or panic, the cancellation of
-// the context, and the exit from the pool when it was the last pending one.
+// the context, and the exit from the pool when it was the last pending one. The context
+// is cancelled with its cause before the function stops counting as pending, as
+// errgroup's is: a Wait cannot return (and cancel with its own, nil, cause) in between.
+// cancel is called without g.mu held: it may run code of the parent context.
 func (g *Group) finish(err error, pe *PanicError) {
 	var cause error
 	g.mu.Lock()
 	if err != nil && g.err == nil {
 		g.err = err
-		cause = err
 	}
 	if pe != nil && g.panicked == nil {
 		g.panicked = pe
-		cause = pe
+	}
+	if (err != nil || pe != nil) && !g.failed {
+		// Only the first failure cancels, so that it is the context's cause even if a
+		// later one's cancel would run first.
+		g.failed = true
+		cause = err
+		if pe != nil {
+			cause = pe
+		}
+	}
+	if cause != nil && g.cancel != nil {
+		cancel := g.cancel
+		g.mu.Unlock()
+		cancel(cause)
+		g.mu.Lock()
 	}
 	g.pending--
 	var p *Pool
@@ -290,11 +329,7 @@ func (g *Group) finish(err error, pe *PanicError) {
 	if g.cond.L != nil {
 		g.cond.Broadcast()
 	}
-	cancel := g.cancel
 	g.mu.Unlock()
-	if cause != nil && cancel != nil {
-		cancel(cause)
-	}
 	if p != nil {
 		p.exit()
 	}
@@ -305,11 +340,24 @@ func (g *Group) finish(err error, pe *PanicError) {
 // while it waits (within the limit), and returns the first error any of them returned
 // since the Group was made (as errgroup, the error stays: a later Wait returns it again),
 // or nil. If a function panicked, Wait re-raises the first panic as a *PanicError once all
-// have returned (then forgets it: the next Wait does not re-raise it again). Wait cancels
+// have returned: every Wait in progress then re-raises it (or, if none was, the next
+// Wait does), and the Group forgets it once no Wait is in progress: a later Wait, or the
+// Wait of the Group's next functions, does not re-raise it again. Wait cancels
 // GroupContext's context before it returns. Wait with no function started returns at
 // once. Several goroutines may Wait at the same time; all return when the Group is idle.
 func (g *Group) Wait() error {
 	g.mu.Lock()
+	g.waiters++
+	normal := false
+	defer func() {
+		if !normal {
+			// A function run here called runtime.Goexit: this Wait ends with the
+			// goroutine and delivers nothing; the panic stays for the other Waits.
+			g.mu.Lock()
+			g.waiters--
+			g.mu.Unlock()
+		}
+	}()
 	for g.pending > 0 {
 		if g.head < len(g.queue) && (g.limit == 0 || g.running < g.limit) {
 			// Run queued functions here rather than wait for a runner job that the pool
@@ -325,8 +373,13 @@ func (g *Group) Wait() error {
 		g.cond.L = &g.mu
 		g.cond.Wait()
 	}
+	normal = true
 	err, pe := g.err, g.panicked
-	g.panicked = nil
+	g.waiters--
+	if g.waiters == 0 {
+		// Delivered to every Wait in progress: forget it.
+		g.panicked = nil
+	}
 	cancel := g.cancel
 	g.mu.Unlock()
 	if cancel != nil {
