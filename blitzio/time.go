@@ -66,6 +66,12 @@ func Sleep(d time.Duration) *SleepFuture { return &SleepFuture{d: d} }
 
 // SleepUntil returns a future that is ready at t on the runtime's clock: on its first
 // poll if t is not after the clock's current time.
+//
+// On the system clock t is compared with the current time as Go's time.Until does: by
+// the monotonic clock if t has a monotonic reading (a time derived from time.Now), by
+// the wall clock as it reads at the first poll if not (t.Round(0), time.Date, Parse,
+// Unix). Once started the sleep runs on the monotonic clock, like a Go timer: later
+// changes of the wall clock do not move it.
 func SleepUntil(t time.Time) *SleepFuture {
 	x := &struct {
 		s SleepFuture
@@ -89,7 +95,7 @@ func (s *SleepFuture) Poll(cx *Context) (struct{}, bool) {
 		case sleepAtElapsed:
 			now, at = rt.elapsed(), s.d
 		case sleepUntil:
-			now, at = rt.elapsed(), rt.toElapsed(*s.until)
+			now, at = rt.untilElapsed(*s.until)
 		default:
 			// "d from now" may start from a reading that is late but never early (the fast
 			// clock): the sleep then lasts at least d. An absolute deadline is compared
@@ -115,6 +121,14 @@ func (s *SleepFuture) Poll(cx *Context) (struct{}, bool) {
 		}
 		s.entry.ownerState = sleepDone
 	case sleepRegistered:
+		if cx.rt != s.rt && cx.rt != nil {
+			// Polled on another runtime than the one holding its timer (the future was
+			// moved): the timer follows it, so that it is timed by the clock of the
+			// runtime polling it and does not wait on a runtime that may be closed (whose
+			// timers are cleared without firing).
+			s.moveTo(cx.rt)
+			return s.Poll(cx)
+		}
 		if timerFired(&s.entry) {
 			s.entry.ownerState = sleepDone
 		} else if w := cx.Waker(); !s.entry.waker.WillWake(w) {
@@ -134,6 +148,25 @@ func (s *SleepFuture) Poll(cx *Context) (struct{}, bool) {
 	return struct{}{}, true
 }
 
+// moveTo takes the registered timer off s.rt and re-arms the sleep for the same instant
+// on rt's clock, to be registered there by the next poll (or done, if it fired).
+func (s *SleepFuture) moveTo(rt *Runtime) {
+	old := s.rt
+	old.cancelTimer(&s.entry)
+	if timerFired(&s.entry) {
+		s.entry.ownerState = sleepDone
+		return
+	}
+	// The entry is ours again (cancelled, or cleared by old's shutdown): its deadline is
+	// stable. A SleepUntil keeps its absolute deadline; otherwise the tick is converted
+	// through the absolute time it stands for (rounded up already: never early).
+	if s.entry.ownerMode != sleepUntil {
+		s.d = rt.toElapsed(old.tickTime(s.entry.deadline))
+		s.entry.ownerMode = sleepAtElapsed
+	}
+	s.entry.ownerState = sleepNew
+}
+
 // Drop removes the sleep's timer from the wheel if it is still there.
 func (s *SleepFuture) Drop() {
 	if s.entry.ownerState == sleepRegistered {
@@ -145,6 +178,10 @@ func (s *SleepFuture) Drop() {
 // Reset re-arms the sleep to finish d after its next poll, removing its current timer
 // if it has one. A reset sleep may be polled again, even on another runtime: reusing one
 // SleepFuture for a series of timeouts costs no allocation.
+//
+// A sleep that is not reset may be moved to another runtime too: polled there, its timer
+// moves with it, keeping its deadline as an instant, and is timed by that runtime's clock
+// (so the runtime it left may be closed meanwhile).
 func (s *SleepFuture) Reset(d time.Duration) {
 	if s.entry.ownerState == sleepRegistered {
 		s.rt.cancelTimer(&s.entry)
@@ -168,6 +205,11 @@ type MissedTickBehavior uint8
 const (
 	// Delay (the default) starts counting the period afresh from the late tick: ticks
 	// stay a full period apart, drifting later.
+	//
+	// As with Tokio, a tick delivered at most 5 ms late (and before the next one is due)
+	// is not missed: every behaviour keeps the schedule then, so that the small lateness
+	// of every tick (the timer's 1 ms resolution, scheduling) does not make Delay drift.
+	// Later than that, Delay moves the schedule even if no whole period was missed.
 	Delay MissedTickBehavior = iota
 	// Burst fires the missed ticks back to back until the schedule has caught up.
 	Burst
@@ -175,6 +217,10 @@ const (
 	// original schedule.
 	Skip
 )
+
+// missedTickTolerance is how late a tick may be delivered without counting as missed
+// (Tokio's 5 ms).
+const missedTickTolerance = 5 * time.Millisecond
 
 // Ticker is the stream returned by Interval: each Tick (or Poll) completes at the next
 // tick of the schedule.
@@ -188,7 +234,12 @@ type Ticker struct {
 }
 
 // Interval returns a Ticker whose first tick completes at once (on the first poll) and
-// then every d, with the Delay missed-tick behaviour. It panics if d <= 0.
+// then every d, with the Delay missed-tick behaviour (Tokio's default is Burst:
+// SetMissedTickBehavior(Burst) gives its schedule). It panics if d <= 0, as Tokio's
+// interval panics on a zero period.
+//
+// A Ticker may be moved to another runtime between ticks (awaited by a task there): its
+// schedule is kept as instants on the clock and followed by that runtime's clock.
 func Interval(d time.Duration) *Ticker {
 	if d <= 0 {
 		panic("blitzio: Interval: period must be > 0")
@@ -212,15 +263,28 @@ func (t *Ticker) Poll(cx *Context) (time.Time, bool) {
 		t.started = true
 		t.next = rt.elapsed()
 		t.sleep.entry.ownerState = sleepDone // the first tick is due now
-	} else if t.sleep.entry.ownerState == sleepNew || t.sleep.entry.ownerState == sleepRegistered {
-		if _, ok := t.sleep.Poll(cx); !ok {
-			return time.Time{}, false
+	} else {
+		if t.rt != rt {
+			// Moved to another runtime: keep the schedule as instants on the clock (each
+			// runtime counts elapsed time from its own start).
+			if t.next != 1<<63-1 {
+				t.next = rt.toElapsed(t.tickTime(t.rt, t.next))
+			}
+			t.rt = rt
+			if st := t.sleep.entry.ownerState; st == sleepNew || st == sleepRegistered {
+				t.sleep.resetAt(t.next)
+			}
+		}
+		if st := t.sleep.entry.ownerState; st == sleepNew || st == sleepRegistered {
+			if _, ok := t.sleep.Poll(cx); !ok {
+				return time.Time{}, false
+			}
 		}
 	}
 	tick := t.next
 	now := rt.elapsed()
 	switch next := satAdd(tick, t.period); {
-	case next > now || t.behavior == Burst:
+	case t.behavior == Burst || next > now && now-tick <= missedTickTolerance:
 		t.next = next
 	case t.behavior == Skip:
 		t.next = satAdd(now, t.period-(now-tick)%t.period)
@@ -231,12 +295,7 @@ func (t *Ticker) Poll(cx *Context) (time.Time, bool) {
 	return t.tickTime(rt, tick), true
 }
 
-func (t *Ticker) tickTime(rt *Runtime, at time.Duration) time.Time {
-	if rt.testClock != nil {
-		return rt.testStart.Add(at)
-	}
-	return rt.start.Add(at)
-}
+func (t *Ticker) tickTime(rt *Runtime, at time.Duration) time.Time { return rt.elapsedTime(at) }
 
 // satAdd adds durations, saturating instead of overflowing (a period of centuries must
 // not wrap to a tick in the past, which would fire continuously).
@@ -279,13 +338,29 @@ func (f *timeoutFuture[T]) Poll(cx *Context) (Result[T], bool) {
 		f.finish(Result[T]{Value: v})
 		return f.out, true
 	}
-	if _, ok := f.sleep.Poll(cx); ok {
+	if f.pollSleep(cx) {
 		inner := f.inner
 		f.finish(Result[T]{Err: ErrTimeout})
 		Drop(inner)
 		return f.out, true
 	}
 	return Result[T]{}, false
+}
+
+// pollSleep polls the timer. If inner spent the task's cooperative budget (a future
+// looping over always-ready work), the timer is polled with an unconstrained budget, as
+// Tokio's Timeout does: otherwise the spent budget would refuse the expired timer on
+// every poll and the timeout would never end. The task was already re-scheduled by the
+// leaf that found the budget spent.
+func (f *timeoutFuture[T]) pollSleep(cx *Context) bool {
+	if !cx.budgetSpent() {
+		_, ok := f.sleep.Poll(cx)
+		return ok
+	}
+	cx.budget = unlimitedBudget
+	_, ok := f.sleep.Poll(cx)
+	cx.budget = 0
+	return ok
 }
 
 func (f *timeoutFuture[T]) finish(r Result[T]) {
@@ -312,7 +387,8 @@ func (f *timeoutFuture[T]) Drop() {
 // first its value is returned and the timer removed; otherwise f is dropped and the error
 // is ErrTimeout, which satisfies errors.Is(err, context.DeadlineExceeded). f is polled
 // first, so a ready f wins even when d <= 0; with d <= 0 a pending f times out on the
-// first poll.
+// first poll. As with Tokio, the time limit holds even for an f that spends the task's
+// whole cooperative budget on every poll.
 func Timeout[T any](d time.Duration, f Future[T]) Future[Result[T]] {
 	return &timeoutFuture[T]{inner: f, sleep: SleepFuture{d: d}}
 }

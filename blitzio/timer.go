@@ -194,6 +194,49 @@ func (rt *Runtime) nowTick(now time.Duration) uint64 {
 	return nowTick(now)
 }
 
+// elapsedTime converts elapsed runtime time back to an absolute time on the runtime's
+// clock (the inverse of toElapsed).
+func (rt *Runtime) elapsedTime(at time.Duration) time.Time {
+	if rt.testClock != nil {
+		return rt.testStart.Add(at)
+	}
+	return rt.start.Add(at)
+}
+
+// untilElapsed returns the current elapsed time and t converted to elapsed time. On the
+// system clock both come from one reading of time.Now, so t is compared with the present
+// as time.Until compares it: by the monotonic clock if t has a monotonic reading, else by
+// the wall clock as it reads now (not as it read when the runtime started: it may have
+// been stepped since).
+func (rt *Runtime) untilElapsed(t time.Time) (now, at time.Duration) {
+	if rt.testClock != nil {
+		return rt.elapsed(), rt.toElapsed(t)
+	}
+	n := time.Now()
+	now = n.Sub(rt.start)
+	d := t.Sub(n) // saturates
+	at = now + d
+	switch {
+	case d > 0 && at < now:
+		at = math.MaxInt64
+	case d < 0 && at > now:
+		at = math.MinInt64
+	}
+	return now, at
+}
+
+// tickTime is the time on the runtime's clock at which wheel tick tick begins (the
+// inverse of deadlineTick, up to its rounding up).
+func (rt *Runtime) tickTime(tick uint64) time.Time {
+	if rt.testClock != nil {
+		return rt.elapsedTime(time.Duration(min(tick, math.MaxInt64)))
+	}
+	if tick > math.MaxInt64/uint64(time.Millisecond) {
+		return rt.elapsedTime(math.MaxInt64)
+	}
+	return rt.elapsedTime(time.Duration(tick) * time.Millisecond)
+}
+
 // timerCount returns the number of registered timers that have not fired (tests). It
 // drains the pending stack first, so cancelled entries waiting there are not counted.
 func (rt *Runtime) timerCount() int {
@@ -261,6 +304,14 @@ func (rt *Runtime) registerTimer(cx *Context, prev *Runtime, e *timerEntry, dead
 	// we wake it.
 	if int64(deadline) < ts.parkedUntil.Load() && rt.testClock == nil {
 		rt.wakeTimerDriver()
+	}
+	// No worker fires a TestClock's timers: Advance does. An Advance that ran between
+	// the caller's clock read (now) and the push above moved the clock and fired what it
+	// found without this entry, which may be due already: fire it here then. (Either that
+	// Advance's drain, after its clock store, saw our push, or this read, after our push,
+	// sees its clock.)
+	if rt.testClock != nil && deadline <= rt.nowTick(rt.elapsed()) {
+		rt.processTimers(false)
 	}
 	if cx != nil {
 		if cx.timerPushes++; cx.timerPushes >= drainEvery {
