@@ -159,23 +159,64 @@ type select2[A, B any] struct {
 	b    Future[B]
 	out  Selected2[A, B] // the winner, returned again if polled after it finished
 	done bool            // finished (out is set) or dropped
+	fair selectFair
 }
 
 func (s *select2[A, B]) Poll(cx *Context) (Selected2[A, B], bool) {
 	if s.done {
 		return s.out, true
 	}
-	if v, ok := s.a.Poll(cx); ok {
-		s.out = Selected2[A, B]{Index: 0, V1: v}
-		s.finish(0)
-		return s.out, true
+	for k := range 2 {
+		i := s.fair.next(cx, k, 2)
+		if i == 0 {
+			if v, ok := s.a.Poll(cx); ok {
+				s.out = Selected2[A, B]{Index: 0, V1: v}
+				s.finish(0)
+				return s.out, true
+			}
+		} else if v, ok := s.b.Poll(cx); ok {
+			s.out = Selected2[A, B]{Index: 1, V2: v}
+			s.finish(1)
+			return s.out, true
+		}
 	}
-	if v, ok := s.b.Poll(cx); ok {
-		s.out = Selected2[A, B]{Index: 1, V2: v}
-		s.finish(1)
-		return s.out, true
-	}
+	s.fair.end()
 	return Selected2[A, B]{}, false
+}
+
+// selectFair keeps Select2's and Select3's branches from starving one another through
+// the cooperative budget. They poll their branches in order, so the first one wins when
+// several are ready (as Tokio's select! with biased;). But a branch that spends the
+// task's whole budget on every poll (a loop over always-ready work) would leave every
+// later branch to find the budget spent, and a later branch that is a leaf (a Sleep
+// past its deadline, a JoinHandle) then refuses to finish, poll after poll. So the first
+// branch polled with the budget already spent goes first on the next poll; order goes
+// back to normal on a poll where no branch was starved. (Tokio's select! starts at a
+// random branch instead; SelectN resumes where the budget ran out.)
+type selectFair struct {
+	start   uint8 // the branch polled first in this poll
+	starved int8  // the first branch polled with the budget spent, or -1; valid in a poll
+}
+
+// next returns the branch to poll k-th (k = 0 first) of n, and notes starvation.
+func (f *selectFair) next(cx *Context, k, n int) int {
+	if k == 0 {
+		f.starved = -1
+	}
+	i := (int(f.start) + k) % n
+	if f.starved < 0 && cx.budgetSpent() {
+		f.starved = int8(i)
+	}
+	return i
+}
+
+// end records, after a poll that found no winner, where the next poll starts.
+func (f *selectFair) end() {
+	if f.starved >= 0 {
+		f.start = uint8(f.starved)
+	} else {
+		f.start = 0
+	}
 }
 
 // finish drops every child but the winner (-1: all of them) and forgets them all.
@@ -200,7 +241,11 @@ func (s *select2[A, B]) Drop() {
 	}
 }
 
-// Select2 waits for the first of two futures; the other is dropped.
+// Select2 waits for the first of two futures; the other is dropped. The futures are
+// polled in order, so a wins when both are ready at the same poll (Tokio's select! with
+// biased;), except that a branch that found the task's cooperative budget spent is
+// polled first next time, so that one future spending the whole budget on every poll
+// cannot starve the other.
 func Select2[A, B any](a Future[A], b Future[B]) Future[Selected2[A, B]] {
 	return &select2[A, B]{a: a, b: b}
 }
@@ -219,27 +264,36 @@ type select3[A, B, C any] struct {
 	c    Future[C]
 	out  Selected3[A, B, C] // the winner, returned again if polled after it finished
 	done bool               // finished (out is set) or dropped
+	fair selectFair         // see select2
 }
 
 func (s *select3[A, B, C]) Poll(cx *Context) (Selected3[A, B, C], bool) {
 	if s.done {
 		return s.out, true
 	}
-	if v, ok := s.a.Poll(cx); ok {
-		s.out = Selected3[A, B, C]{Index: 0, V1: v}
-		s.finish(0)
-		return s.out, true
+	for k := range 3 {
+		switch s.fair.next(cx, k, 3) {
+		case 0:
+			if v, ok := s.a.Poll(cx); ok {
+				s.out = Selected3[A, B, C]{Index: 0, V1: v}
+				s.finish(0)
+				return s.out, true
+			}
+		case 1:
+			if v, ok := s.b.Poll(cx); ok {
+				s.out = Selected3[A, B, C]{Index: 1, V2: v}
+				s.finish(1)
+				return s.out, true
+			}
+		default:
+			if v, ok := s.c.Poll(cx); ok {
+				s.out = Selected3[A, B, C]{Index: 2, V3: v}
+				s.finish(2)
+				return s.out, true
+			}
+		}
 	}
-	if v, ok := s.b.Poll(cx); ok {
-		s.out = Selected3[A, B, C]{Index: 1, V2: v}
-		s.finish(1)
-		return s.out, true
-	}
-	if v, ok := s.c.Poll(cx); ok {
-		s.out = Selected3[A, B, C]{Index: 2, V3: v}
-		s.finish(2)
-		return s.out, true
-	}
+	s.fair.end()
 	return Selected3[A, B, C]{}, false
 }
 
@@ -267,7 +321,8 @@ func (s *select3[A, B, C]) Drop() {
 	}
 }
 
-// Select3 waits for the first of three futures; the others are dropped.
+// Select3 waits for the first of three futures; the others are dropped. Order and
+// budget are as for Select2.
 func Select3[A, B, C any](a Future[A], b Future[B], c Future[C]) Future[Selected3[A, B, C]] {
 	return &select3[A, B, C]{a: a, b: b, c: c}
 }
