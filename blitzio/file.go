@@ -31,8 +31,8 @@ import (
 // nothing: the bytes it brought in are served to the next read. ReadAt and WriteAt are
 // independent of the file offset and may run concurrently with each other (each waits
 // for a stream write in flight when it starts, so that it comes after the Write in
-// program order, as with os.File); inside an Async function, AwaitReadAt reads as Await(co, f.ReadAt(p, off)) does without
-// allocating when the page cache has the bytes.
+// program order, as with os.File); inside an Async function, AwaitReadAt reads as
+// Await(co, f.ReadAt(p, off)) does without allocating when the page cache has the bytes.
 //
 // Errors are the ones package os returns (*fs.PathError and friends), so errors.Is(err,
 // fs.ErrNotExist) works; as with os.File, the methods of a nil *File (Name and OSFile

@@ -412,10 +412,11 @@ func (b *blockingIO) idle(cx *Context) (readAhead int, ok bool) {
 }
 
 // idleForClose is idle for Close, which waits for a write in flight (its outcome is
-// Close's to report), and for a SeekTo or SetLen, but not for a read: as with os.File, whose Close makes a Read
-// blocked on the file return, a read may wait for data that never comes (a pipe whose
-// writer stays open), and Close must not wait with it. It reports whether the file may
-// be closed now; if not, cx's task is woken when the write ends. Called with b.mu held.
+// Close's to report), and for a SeekTo or SetLen, but not for a read: as with os.File,
+// whose Close makes a Read blocked on the file return, a read may wait for data that
+// never comes (a pipe whose writer stays open), and Close must not wait with it. It
+// reports whether the file may be closed now; if not, cx's task is woken when the write
+// ends. Called with b.mu held.
 //
 // A read on the blocking pool is left in flight: it is os.File.Read, which Close makes
 // return (an *fs.PathError wrapping fs.ErrClosed for a read waiting on a pipe or
