@@ -760,16 +760,8 @@ func (c *conn) watchLocked(cx *blitzio.Context) bool {
 		return false
 	}
 	for {
-		if c.rbuf == nil {
-			c.rbuf = readBufs.Get().(*[]byte)
-			c.r0, c.r1 = 0, 0
-		}
-		if c.r1 == len(*c.rbuf) {
-			if c.r0 == 0 {
-				return false // full
-			}
-			n := copy(*c.rbuf, (*c.rbuf)[c.r0:c.r1])
-			c.r0, c.r1 = 0, n
+		if c.readRoom() {
+			return false // full
 		}
 		r, ok := c.s.PollRead(cx, (*c.rbuf)[c.r1:])
 		if !ok {
@@ -1247,25 +1239,31 @@ func (c *conn) readSome(p []byte) (int, error) {
 	}
 }
 
-// fill reads more bytes into the read buffer (compacting it, or growing it up to
-// limit), for the chunked decoder.
-func (c *conn) fill(limit int) error {
+// readRoom makes room at the end of the read buffer for a read: it takes a buffer if
+// the connection holds none, and moves the unread bytes to the front when they reach
+// its end. It reports whether the buffer is still full (unread bytes fill all of it).
+func (c *conn) readRoom() (full bool) {
 	if c.rbuf == nil {
 		c.rbuf = readBufs.Get().(*[]byte)
 		c.r0, c.r1 = 0, 0
 	}
-	if c.r1 == len(*c.rbuf) {
-		if c.r0 > 0 {
-			n := copy(*c.rbuf, (*c.rbuf)[c.r0:c.r1])
-			c.r0, c.r1 = 0, n
-		} else {
-			if len(*c.rbuf) >= limit {
-				return errLineTooLong
-			}
-			nb := make([]byte, min(2*len(*c.rbuf), limit))
-			copy(nb, *c.rbuf)
-			c.rbuf = &nb
+	if c.r1 == len(*c.rbuf) && c.r0 > 0 {
+		n := copy(*c.rbuf, (*c.rbuf)[c.r0:c.r1])
+		c.r0, c.r1 = 0, n
+	}
+	return c.r1 == len(*c.rbuf)
+}
+
+// fill reads more bytes into the read buffer (compacting it, or growing it up to
+// limit), for the chunked decoder.
+func (c *conn) fill(limit int) error {
+	if c.readRoom() {
+		if len(*c.rbuf) >= limit {
+			return errLineTooLong
 		}
+		nb := make([]byte, min(2*len(*c.rbuf), limit))
+		copy(nb, *c.rbuf)
+		c.rbuf = &nb
 	}
 	n, err := c.readSome((*c.rbuf)[c.r1:])
 	c.r1 += n
