@@ -67,6 +67,15 @@ type Config struct {
 	// Clock is the time source for timers; nil means the system's monotonic clock. Pass a
 	// *TestClock to move time by hand in tests.
 	Clock Clock
+	// KeepTimerSlack leaves the timer slack of the threads that run workers as it was. By
+	// default, on Linux, a worker about to park sets its thread's timer slack to 1 µs
+	// (prctl PR_SET_TIMERSLACK; threads start with 50 µs). The Go scheduler, before it
+	// takes a goroutine just woken on another busy thread, sleeps for 3 µs, and with the
+	// default slack that sleep lasts 50-100 µs: a worker woken by a busy one would wait
+	// that long to run. The setting stays with the thread, which may later run other
+	// goroutines: their timers then fire closer to their deadlines, at the cost of
+	// fewer coalesced wake-ups.
+	KeepTimerSlack bool
 }
 
 // ErrInvalidConfig is wrapped by every error New returns for a bad Config; the message
@@ -166,6 +175,8 @@ type Runtime struct {
 	// shutdownG is the goroutine id of the goroutine running the shutdown (0 before), so
 	// that a Drop it runs that blocks on this runtime can be told (see Close).
 	shutdownG atomic.Uint64
+	// timerSlackSets counts the workers' timer slack system calls (lowerTimerSlack).
+	timerSlackSets atomic.Int64
 }
 
 // New starts a runtime. It returns an error wrapping ErrInvalidConfig, naming the field,
