@@ -113,3 +113,10 @@ func tscSlow() time.Duration {
 	}
 	return m
 }
+
+// plainReadClock reports whether cycles can time a system call: the TSC is the
+// kernel's clocksource (invariant, and synchronized between CPUs).
+func plainReadClock() bool { return tscUsable() }
+
+// cycles reads the TSC.
+func cycles() int64 { return rdtsc() }

@@ -15,11 +15,17 @@ import (
 // IORING_OP_READ/WRITE, 5.6), they are completion operations on the runtime's ring:
 // submitted in a batch with the driver's next poll, completed without any goroutine
 // hop. A positioned read first tries preadv2(RWF_NOWAIT) on the worker, which serves a
-// page-cache hit in one system call. Otherwise (epoll, kqueue, other platforms, a pipe
+// page-cache hit in one system call; once a file's reads have been hits many times in a
+// row, its positioned reads of up to 16 KiB use a plain pread, cheaper in the kernel
+// (on linux/amd64 with a TSC clock). A page evicted in between is then read from disk
+// on the worker, holding it as os.File.ReadAt holds a goroutine; the reads are timed
+// (one in four on a worker), and one seen to wait puts the file back on RWF_NOWAIT,
+// needing twice the run of hits to be trusted again. Otherwise (epoll, kqueue, other platforms, a pipe
 // or terminal behind NewFile) they run on the runtime's blocking pool, the portable
 // way to do file I/O without blocking a worker (regular files are always "ready" to
 // epoll). The environment variable BLITZIO_FILEIO, read when a File is opened, forces
-// one way: "ring", "pool", or "nowait" (the worker's non-blocking read, then the pool).
+// one way: "ring", "pool", or "nowait" (the worker's non-blocking read, never a plain
+// pread, then the pool).
 // The memory the kernel reads or writes always belongs to the operation, never to the
 // caller: a dropped operation is cancelled and cannot write into the caller's slice.
 //

@@ -88,6 +88,7 @@ func newBlockingIO(f *os.File) *blockingIO {
 			b.fd, b.regular, b.positional, b.appendMode = ringTarget(rc)
 		}
 		b.nw.on = b.io&fileNoWait != 0 && b.fd >= 0
+		b.nw.plain = b.nw.on && b.regular && b.io&filePlainRead != 0 && plainReadClock()
 		if b.nw.on && b.regular {
 			b.refs.makeShards() // workers may read it at once (ReadAt)
 		}
@@ -101,6 +102,7 @@ func newBlockingIO(f *os.File) *blockingIO {
 func newBlockingIOKnown(f *os.File, mode fileIO, fd int, appendMode bool) *blockingIO {
 	b := &blockingIO{f: f, fd: fd, io: mode, regular: true, positional: true, appendMode: appendMode}
 	b.nw.on = mode&fileNoWait != 0
+	b.nw.plain = b.nw.on && mode&filePlainRead != 0 && plainReadClock()
 	if b.nw.on {
 		b.refs.makeShards() // workers may read it at once (ReadAt)
 	}
@@ -469,6 +471,13 @@ type noWait struct {
 	// noWaitMissLimit); skips counts the attempts skipped since (see readNoWait).
 	misses atomic.Uint32
 	skips  atomic.Uint32
+	// plain says whether a trusted file's positioned reads may use a plain pread (a
+	// regular file, BLITZIO_FILEIO=auto, and a cycle counter to time the reads with);
+	// credit counts the non-blocking reads in a row that found their data in memory,
+	// and demotions the plain reads seen to wait (see readNoWait).
+	plain     bool
+	credit    atomic.Int64
+	demotions atomic.Uint32
 }
 
 // noWaitMissLimit is how many misses in a row make readNoWait stop trying, except for

@@ -23,13 +23,16 @@ const (
 	// fileRingRead and fileRingWrite send reads and writes through the io_uring.
 	fileRingRead
 	fileRingWrite
+	// filePlainRead lets a positioned read of a file whose reads have been page-cache
+	// hits use a plain pread instead of preadv2(RWF_NOWAIT) (see readNoWait).
+	filePlainRead
 )
 
 // defaultFileIO is BLITZIO_FILEIO=auto. A read served from the page cache costs one
 // preadv2 on the worker, cheaper than a ring round trip; anything else (a page-cache
 // miss, a write) goes to the ring, which needs no goroutine hop. See the fs suite of
 // blitzbench for the figures behind the choice.
-const defaultFileIO = fileNoWait | fileRingRead | fileRingWrite
+const defaultFileIO = fileNoWait | fileRingRead | fileRingWrite | filePlainRead
 
 // fileIOEnv names the environment variable read by fileIOFromEnv.
 const fileIOEnv = "BLITZIO_FILEIO"
