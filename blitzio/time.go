@@ -231,7 +231,18 @@ type Ticker struct {
 	behavior MissedTickBehavior
 	sleep    SleepFuture
 	rt       *Runtime
+	// first says where a reset made before the first poll puts the first tick:
+	// firstNow (at the first poll), firstAfter (firstD after it) or firstAt (at firstAt).
+	first   uint8
+	firstD  time.Duration
+	firstAt time.Time
 }
+
+const (
+	firstNow uint8 = iota
+	firstAfter
+	firstAt
+)
 
 // Interval returns a Ticker whose first tick completes at once (on the first poll) and
 // then every d, with the Delay missed-tick behaviour (Tokio's default is Burst:
@@ -250,6 +261,54 @@ func Interval(d time.Duration) *Ticker {
 // SetMissedTickBehavior chooses Burst, Delay or Skip.
 func (t *Ticker) SetMissedTickBehavior(b MissedTickBehavior) { t.behavior = b }
 
+// MissedTickBehavior returns the Ticker's missed-tick behaviour.
+func (t *Ticker) MissedTickBehavior() MissedTickBehavior { return t.behavior }
+
+// Period returns the Ticker's period.
+func (t *Ticker) Period() time.Duration { return t.period }
+
+// Reset moves the next tick to one period from now, as Tokio's Interval::reset; the ticks
+// after it follow every period from there. On a Ticker not polled yet, "now" is its first
+// poll (as a Sleep's duration counts from its first poll): the first tick then comes one
+// period after it instead of at once.
+//
+// The reset methods re-arm the Ticker's timer, so call them from the task that polls it
+// (between polls), as with every other method of a Ticker.
+func (t *Ticker) Reset() { t.ResetAfter(t.period) }
+
+// ResetImmediately makes the next tick due now (Tokio's Interval::reset_immediately): the
+// next poll completes at once, and the ticks after it follow every period from there.
+func (t *Ticker) ResetImmediately() { t.ResetAfter(0) }
+
+// ResetAfter moves the next tick to d from now (Tokio's Interval::reset_after); d <= 0
+// makes it due now. On a Ticker not polled yet, d counts from its first poll.
+func (t *Ticker) ResetAfter(d time.Duration) {
+	d = max(d, 0)
+	if !t.started {
+		t.first, t.firstD = firstAfter, d
+		return
+	}
+	t.rearm(satAdd(t.rt.elapsed(), d))
+}
+
+// ResetAt moves the next tick to deadline on the runtime's clock (Tokio's
+// Interval::reset_at); a deadline not after the current time makes it due now. The
+// deadline is compared with the clock as SleepUntil compares it.
+func (t *Ticker) ResetAt(deadline time.Time) {
+	if !t.started {
+		t.first, t.firstAt = firstAt, deadline
+		return
+	}
+	now, at := t.rt.untilElapsed(deadline)
+	t.rearm(max(at, now))
+}
+
+// rearm sets the next tick to at (elapsed time on t.rt) and re-arms the timer for it.
+func (t *Ticker) rearm(at time.Duration) {
+	t.next = at
+	t.sleep.resetAt(at)
+}
+
 // Poll waits for the next tick and returns its scheduled time on the runtime's clock.
 // Each ready result consumes one tick.
 func (t *Ticker) Poll(cx *Context) (time.Time, bool) {
@@ -261,8 +320,23 @@ func (t *Ticker) Poll(cx *Context) (time.Time, bool) {
 		t.rt = rt
 		t.sleep.rt = rt
 		t.started = true
-		t.next = rt.elapsed()
-		t.sleep.entry.ownerState = sleepDone // the first tick is due now
+		switch t.first {
+		case firstNow:
+			t.next = rt.elapsed()
+			t.sleep.entry.ownerState = sleepDone // the first tick is due now
+		case firstAfter:
+			t.rearm(satAdd(rt.elapsed(), t.firstD))
+		case firstAt:
+			now, at := rt.untilElapsed(t.firstAt)
+			t.rearm(max(at, now))
+			t.firstAt = time.Time{}
+		}
+		if t.first != firstNow {
+			t.first = firstNow
+			if _, ok := t.sleep.Poll(cx); !ok {
+				return time.Time{}, false
+			}
+		}
 	} else {
 		if t.rt != rt {
 			// Moved to another runtime: keep the schedule as instants on the clock (each
