@@ -837,7 +837,7 @@ func (o *openFuture) Poll(cx *Context) (Result[*File], bool) {
 				if err != nil {
 					o.res = Result[*File]{Err: err}
 				} else {
-					b := newBlockingIOKnown(f, mode, fd, o.flag&os.O_APPEND != 0)
+					b := newBlockingIOKnown(f, mode, fd, o.flag)
 					b.closeInline = o.flag&(os.O_WRONLY|os.O_RDWR) == 0
 					o.res = Result[*File]{Value: &File{b: b, name: o.name}}
 				}

@@ -84,10 +84,13 @@ type blockingOp struct {
 func newBlockingIO(f *os.File) *blockingIO {
 	b := &blockingIO{f: f, fd: -1, io: fileIOFromEnv()}
 	if b.io&(fileNoWait|fileRingRead|fileRingWrite) != 0 {
+		direct := false
 		if rc, err := f.SyscallConn(); err == nil {
-			b.fd, b.regular, b.positional, b.appendMode = ringTarget(rc)
+			b.fd, b.regular, b.positional, b.appendMode, direct = ringTarget(rc)
 		}
-		b.nw.on = b.io&fileNoWait != 0 && b.fd >= 0
+		// An O_DIRECT read bypasses the page cache: RWF_NOWAIT does not make it return
+		// at once (it waits for the disk), so such a file's reads never run on a worker.
+		b.nw.on = b.io&fileNoWait != 0 && b.fd >= 0 && !direct
 		b.nw.plain = b.nw.on && b.regular && b.io&filePlainRead != 0 && plainReadClock()
 		if b.nw.on && b.regular {
 			b.refs.makeShards() // workers may read it at once (ReadAt)
@@ -97,11 +100,11 @@ func newBlockingIO(f *os.File) *blockingIO {
 }
 
 // newBlockingIOKnown is newBlockingIO for a regular file whose descriptor number and
-// O_APPEND flag the caller knows (it opened the file itself): no fstat and fcntl to
-// find them. mode is the fileIOFromEnv the caller read.
-func newBlockingIOKnown(f *os.File, mode fileIO, fd int, appendMode bool) *blockingIO {
-	b := &blockingIO{f: f, fd: fd, io: mode, regular: true, positional: true, appendMode: appendMode}
-	b.nw.on = mode&fileNoWait != 0
+// open flags the caller knows (it opened the file itself): no fstat and fcntl to find
+// them. mode is the fileIOFromEnv the caller read.
+func newBlockingIOKnown(f *os.File, mode fileIO, fd int, flag int) *blockingIO {
+	b := &blockingIO{f: f, fd: fd, io: mode, regular: true, positional: true, appendMode: flag&os.O_APPEND != 0}
+	b.nw.on = mode&fileNoWait != 0 && !directIO(flag) // see newBlockingIO
 	b.nw.plain = b.nw.on && mode&filePlainRead != 0 && plainReadClock()
 	if b.nw.on {
 		b.refs.makeShards() // workers may read it at once (ReadAt)

@@ -59,8 +59,8 @@ func readNoWait(cx *Context, b *blockingIO, p []byte, off int64) (int, bool) {
 		if nw.misses.Load() != 0 {
 			nw.misses.Store(0)
 		}
-		if nw.plain && nw.credit.Load() < plainTrustHits<<plainMaxDemotions {
-			nw.credit.Add(1)
+		if nw.plain {
+			nw.countHit(n, len(p), off)
 		}
 		return n, true
 	case unix.EAGAIN:
@@ -91,11 +91,11 @@ const rawReadMax = 16 << 10
 // from user memory and reads through it, about 55 ns a read on the 2-core EPYC KVM
 // guest we measure on (473 against 417 ns for a cached 4 KiB read), a sixth of a cached
 // read; but only preadv2 takes RWF_NOWAIT. So a file that has shown it is in memory is
-// trusted: once plainTrustHits non-blocking reads in a row found their data in the
-// page cache, its positioned reads of up to rawReadMax bytes use a plain pread64,
-// timed with the cycle counter (one read in plainTimeEvery on a worker: reading the
-// counter costs about 9 ns, and twice a read is 3% of a cached 4 KiB read, the figure
-// this path is for). A timed plain read that took longer than plainSlowCycles
+// trusted: once plainTrustHits non-blocking reads in a row found all their data in the
+// page cache (see countHit), its positioned reads of up to rawReadMax bytes use a plain
+// pread64, timed with the cycle counter (one read in plainTimeEvery on a worker, picked
+// at random: reading the counter costs about 9 ns, and twice a read is 3% of a cached
+// 4 KiB read, the figure this path is for). A timed plain read that took longer than plainSlowCycles
 // (10-50 us at TSC rates of 1-5 GHz, against a few microseconds for a cached read of
 // that size) most likely waited for the disk: the file goes back to RWF_NOWAIT reads
 // and must earn twice the trust as before (up to plainMaxDemotions doublings). The cost
@@ -111,45 +111,87 @@ const (
 	plainTimeEvery    = 4
 )
 
-// trusted reports whether nw's file has earned plain reads.
-func (nw *noWait) trusted() bool {
-	return nw.credit.Load() >= plainTrustHits<<nw.demotions.Load()
+// pageGranule is the size every page-cache folio is a multiple of (and aligned to).
+const pageGranule = 4096
+
+// countHit counts a non-blocking read of want bytes at off that got n toward the file's
+// trust. Only a read that got its whole range is a hit. A short one either reached the
+// end of the file, which says nothing (no data, cached or not, lies past it), or found
+// only the front of the range in the page cache: a miss, like EAGAIN. The second kind
+// stops at a folio boundary, a multiple of pageGranule; a read that stops elsewhere
+// was cut by the end of the file. At a boundary it may be either (a file whose size is
+// a multiple of the granule), and is taken for a miss: trust is earned again. A read
+// at the file position (off < 0) has no offset to tell by: neither.
+func (nw *noWait) countHit(n, want int, off int64) {
+	switch {
+	case n == want:
+		if nw.credit.Load() < plainTrustHits<<plainMaxDemotions {
+			nw.credit.Add(1)
+		}
+	case n > 0 && off >= 0 && (off+int64(n))%pageGranule == 0:
+		if nw.credit.Load() != 0 {
+			nw.credit.Store(0)
+		}
+	}
 }
 
-// preadPlain is pread64(fd, p, off), timed on one call in plainTimeEvery of cx's worker
-// (every call off a worker): a timed read that took plainSlowCycles or more (or a
-// counter that went backwards), or an error, withdraws the file's trust.
+// trusted reports whether nw's file has earned plain reads. demotions never exceeds
+// plainMaxDemotions (demote caps it); min keeps the shift in range regardless.
+func (nw *noWait) trusted() bool {
+	return nw.credit.Load() >= plainTrustHits<<min(nw.demotions.Load(), plainMaxDemotions)
+}
+
+// preadPlain is pread64(fd, p, off), timed on about one call in plainTimeEvery of cx's
+// worker, picked at random (every call off a worker): a timed read that took
+// plainSlowCycles or more (or a counter that went backwards), or an error, withdraws
+// the file's trust, once.
+//
+// The pick is random, not every plainTimeEvery-th plain read of the worker: the count
+// is the worker's, over all its files and tasks, and a fixed pattern of reads (a task
+// reading three cold data pages and then a hot header page, say) would otherwise have
+// the same reads timed every time, and never the ones that wait for the disk.
 func (nw *noWait) preadPlain(cx *Context, fd int, p []byte, off int64) (int, unix.Errno) {
 	timed := true
 	if cx != nil && cx.w != nil {
 		cx.w.plainReads++
-		timed = cx.w.plainReads%plainTimeEvery == 0
+		timed = (cx.w.rng.Next()>>32)%plainTimeEvery == 0
 	}
 	var t0 int64
 	if timed {
 		t0 = cycles()
 	}
 	r, _, e := unix.RawSyscall6(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(off), 0, 0)
+	slow := false
 	if timed {
-		if d := cycles() - t0; d >= plainSlowCycles || d < 0 {
-			nw.demote()
-		}
+		d := cycles() - t0
+		slow = d >= plainSlowCycles || d < 0
+	}
+	if slow || e != 0 {
+		nw.demote()
 	}
 	if e != 0 {
-		nw.demote()
 		return 0, e
 	}
 	return int(r), 0
 }
 
 // demote withdraws nw's trust: back to RWF_NOWAIT reads, and twice the run of cached
-// reads to earn it again.
+// reads to earn it again, up to plainMaxDemotions doublings. Workers whose timed reads
+// of one file were slow together demote it at once: the cap holds against them (a
+// compare-and-swap, not a load then an add), since past it the threshold would exceed
+// the highest credit readNoWait counts to and the file could never be trusted again.
 func (nw *noWait) demote() {
 	nw.credit.Store(0)
-	if nw.demotions.Load() < plainMaxDemotions {
-		nw.demotions.Add(1)
+	for {
+		d := nw.demotions.Load()
+		if d >= plainMaxDemotions || nw.demotions.CompareAndSwap(d, d+1) {
+			return
+		}
 	}
 }
+
+// directIO reports whether open flags ask for O_DIRECT.
+func directIO(flag int) bool { return flag&unix.O_DIRECT != 0 }
 
 // preadNoWait is preadv2(fd, [p], off, RWF_NOWAIT) (off -1: at the file position) with
 // the iovec on the stack (x/sys's Preadv2 allocates its iovecs). p must not be empty.

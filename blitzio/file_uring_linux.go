@@ -441,8 +441,9 @@ func ringFallback(err error) bool {
 // (a regular file or a block device: ReadAt and WriteAt go through the ring only then,
 // since the ring reads a pipe at no offset where pread fails with ESPIPE), and whether
 // it was opened O_APPEND (positioned writes then go to the pool, which reports os's
-// error for them). fd is -1 when the descriptor cannot be had.
-func ringTarget(rc syscall.RawConn) (fd int, regular, positional, appendMode bool) {
+// error for them) or O_DIRECT (see newBlockingIO). fd is -1 when the descriptor cannot
+// be had.
+func ringTarget(rc syscall.RawConn) (fd int, regular, positional, appendMode, direct bool) {
 	fd = -1
 	if rc == nil {
 		return
@@ -460,6 +461,7 @@ func ringTarget(rc syscall.RawConn) (fd int, regular, positional, appendMode boo
 		regular = st.Mode&unix.S_IFMT == unix.S_IFREG
 		positional = regular || st.Mode&unix.S_IFMT == unix.S_IFBLK
 		appendMode = fl&unix.O_APPEND != 0
+		direct = fl&unix.O_DIRECT != 0
 	})
 	return
 }

@@ -31,6 +31,6 @@ func (d *ioDriver) completeOp(_ poller.Event, buf []Waker) []Waker { return buf 
 
 func ringFallback(error) bool { return true }
 
-func ringTarget(syscall.RawConn) (int, bool, bool, bool) { return -1, false, false, false }
+func ringTarget(syscall.RawConn) (int, bool, bool, bool, bool) { return -1, false, false, false, false }
 
 func isPermanentRingErr(error) bool { return true }
