@@ -19,8 +19,9 @@ import (
 // row, its positioned reads of up to 16 KiB use a plain pread, cheaper in the kernel
 // (on linux/amd64 with a TSC clock). A page evicted in between is then read from disk
 // on the worker, holding it as os.File.ReadAt holds a goroutine; the reads are timed
-// (about one in four on a worker, picked at random), and one seen to wait puts the file back on RWF_NOWAIT,
-// needing twice the run of hits to be trusted again. Otherwise (epoll, kqueue, other platforms, a pipe
+// (about one in four on a worker, picked at random), and one seen to wait puts the
+// file back on RWF_NOWAIT, needing twice the run of hits to be trusted again. O_DIRECT
+// files never read on the worker. Otherwise (epoll, kqueue, other platforms, a pipe
 // or terminal behind NewFile) they run on the runtime's blocking pool, the portable
 // way to do file I/O without blocking a worker (regular files are always "ready" to
 // epoll). The environment variable BLITZIO_FILEIO, read when a File is opened, forces
