@@ -273,7 +273,10 @@ func (t *Ticker) Period() time.Duration { return t.period }
 // period after it instead of at once.
 //
 // The reset methods re-arm the Ticker's timer, so call them from the task that polls it
-// (between polls), as with every other method of a Ticker.
+// (between polls), as with every other method of a Ticker. A task whose last poll of the
+// Ticker returned pending is woken at the moved tick (at once if it is due now) even if
+// it does not poll the Ticker again first, as with Tokio: it may reset the Ticker from
+// another branch of a select, or before returning pending, and still get its wake-up.
 func (t *Ticker) Reset() { t.ResetAfter(t.period) }
 
 // ResetImmediately makes the next tick due now (Tokio's Interval::reset_immediately): the
@@ -293,7 +296,9 @@ func (t *Ticker) ResetAfter(d time.Duration) {
 
 // ResetAt moves the next tick to deadline on the runtime's clock (Tokio's
 // Interval::reset_at); a deadline not after the current time makes it due now. The
-// deadline is compared with the clock as SleepUntil compares it.
+// deadline is compared with the clock as SleepUntil compares it. Unlike Tokio, which
+// delivers a past deadline itself as the tick and lets the MissedTickBehavior catch up
+// from it, a past deadline is taken as now: the tick is now, the next one a period later.
 func (t *Ticker) ResetAt(deadline time.Time) {
 	if !t.started {
 		t.first, t.firstAt = firstAt, deadline
@@ -304,9 +309,41 @@ func (t *Ticker) ResetAt(deadline time.Time) {
 }
 
 // rearm sets the next tick to at (elapsed time on t.rt) and re-arms the timer for it.
+//
+// A timer still registered by a poll that returned pending is registered again at once
+// for the new tick, with that poll's waker (or, if the new tick is due already, the
+// waker is called): the task awaiting the Ticker is owed a wake-up, and may reset it and
+// wait for it without polling it again (a reset made by another branch of a select, or
+// by the task's own poll before it returns pending), as Tokio's reset re-registers the
+// timer with the last waker. Otherwise (never polled, a tick just delivered, dropped)
+// nobody is owed one, and the next poll registers the timer.
 func (t *Ticker) rearm(at time.Duration) {
 	t.next = at
-	t.sleep.resetAt(at)
+	s := &t.sleep
+	if s.entry.ownerState != sleepRegistered {
+		s.resetAt(at)
+		return
+	}
+	// Registered with s.rt, which is t.rt (the runtime of the last poll).
+	rt := s.rt
+	rt.cancelTimer(&s.entry)
+	s.d, s.entry.ownerMode, s.entry.ownerState = at, sleepAtElapsed, sleepNew
+	if rt.closed.Load() {
+		// No task of a closed runtime awaits it any more; a poll on another runtime
+		// registers it there.
+		return
+	}
+	// Registered again even if it fired for the old tick: that wake-up may be the one
+	// that has the task running now, resetting the Ticker before it returns pending. The
+	// entry is ours again (cancelled, fired, or out of the wheel): its waker is stable,
+	// and only its owner writes it. As in SleepFuture.Poll, a tick due by the exact clock
+	// is due now, not on the next timer tick (the wheel rounds deadlines up).
+	w := s.entry.waker
+	if now := rt.elapsed(); at > now && rt.registerTimer(nil, rt, &s.entry, rt.deadlineTick(at), rt.nowTick(now), w) {
+		s.entry.ownerState = sleepRegistered
+		return
+	}
+	w.Wake() // due now: the next poll completes at once
 }
 
 // Poll waits for the next tick and returns its scheduled time on the runtime's clock.
