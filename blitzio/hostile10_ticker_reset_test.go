@@ -2,6 +2,7 @@ package blitzio
 
 import (
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -190,4 +191,26 @@ func TestHostile10TickerResetOnTask(t *testing.T) {
 	if at := <-ticked; at != 160*ms {
 		t.Fatalf("tick at %v, want 160ms", at)
 	}
+}
+
+// TestHostile10TickerUnknownBehaviorPanics: an out-of-range MissedTickBehavior is refused
+// with a panic naming it, not taken silently as Delay.
+func TestHostile10TickerUnknownBehaviorPanics(t *testing.T) {
+	iv := Interval(time.Second)
+	for _, b := range []MissedTickBehavior{Delay, Burst, Skip} {
+		iv.SetMissedTickBehavior(b)
+		if iv.MissedTickBehavior() != b {
+			t.Fatalf("MissedTickBehavior() = %v after setting %v", iv.MissedTickBehavior(), b)
+		}
+	}
+	defer func() {
+		r := recover()
+		if s, ok := r.(string); !ok || !strings.Contains(s, "unknown MissedTickBehavior 7") {
+			t.Fatalf("recovered %v, want a panic naming the value", r)
+		}
+		if iv.MissedTickBehavior() != Skip {
+			t.Fatalf("behaviour changed to %v by a refused value", iv.MissedTickBehavior())
+		}
+	}()
+	iv.SetMissedTickBehavior(7)
 }

@@ -2,6 +2,7 @@ package blitzio
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 )
@@ -258,8 +259,14 @@ func Interval(d time.Duration) *Ticker {
 	return &Ticker{period: d}
 }
 
-// SetMissedTickBehavior chooses Burst, Delay or Skip.
-func (t *Ticker) SetMissedTickBehavior(b MissedTickBehavior) { t.behavior = b }
+// SetMissedTickBehavior chooses Burst, Delay or Skip. It panics on any other value (a
+// programmer error, which would otherwise behave as Delay unnoticed).
+func (t *Ticker) SetMissedTickBehavior(b MissedTickBehavior) {
+	if b > Skip {
+		panic(fmt.Sprintf("blitzio: Ticker.SetMissedTickBehavior: unknown MissedTickBehavior %d (want Burst, Delay or Skip)", b))
+	}
+	t.behavior = b
+}
 
 // MissedTickBehavior returns the Ticker's missed-tick behaviour.
 func (t *Ticker) MissedTickBehavior() MissedTickBehavior { return t.behavior }
