@@ -67,9 +67,7 @@ func readNoWait(cx *Context, b *blockingIO, p []byte, off int64) (int, bool) {
 		if nw.misses.Load() < noWaitMissLimit {
 			nw.misses.Add(1)
 		}
-		if nw.credit.Load() != 0 {
-			nw.credit.Store(0)
-		}
+		nw.resetCredit()
 		return 0, false
 	case unix.EOPNOTSUPP, unix.EINVAL, unix.ENOSYS, unix.ESPIPE:
 		// This file (or kernel) does not do non-blocking reads: stop trying.
@@ -93,17 +91,15 @@ const rawReadMax = 16 << 10
 // read; but only preadv2 takes RWF_NOWAIT. So a file that has shown it is in memory is
 // trusted: once plainTrustHits non-blocking reads in a row found all their data in the
 // page cache (see countHit), its positioned reads of up to rawReadMax bytes use a plain
-// pread64, timed with the cycle counter (one read in plainTimeEvery on a worker, picked
-// at random: reading the counter costs about 9 ns, and twice a read is 3% of a cached
-// 4 KiB read, the figure this path is for). A timed plain read that took longer than plainSlowCycles
-// (10-50 us at TSC rates of 1-5 GHz, against a few microseconds for a cached read of
-// that size) most likely waited for the disk: the file goes back to RWF_NOWAIT reads
-// and must earn twice the trust as before (up to plainMaxDemotions doublings). The cost
-// of the bet is that the worker waits for the disk on a few reads per demotion (one in
-// plainTimeEvery of them is seen), as a goroutine calling os.File.ReadAt would (but
-// holding its P, like any long poll), and each demotion doubles the run of cached
-// reads the file needs before it is trusted again. BLITZIO_FILEIO=nowait
-// keeps every read on RWF_NOWAIT.
+// pread64. About one in plainTimeEvery of them on a worker is timed with the cycle
+// counter (reading it costs about 9 ns; twice on every read would be 3% of a cached
+// 4 KiB read). A timed read that took plainSlowCycles or more (10-50 us at TSC rates
+// of 1-5 GHz, against a few microseconds for a cached read of that size) most likely
+// waited for the disk: the file goes back to RWF_NOWAIT reads and must earn twice the
+// trust as before (up to plainMaxDemotions doublings). The cost of the bet is that the
+// worker waits for the disk on the few reads before a slow one is timed, as a
+// goroutine calling os.File.ReadAt would (but holding its P, like any long poll).
+// BLITZIO_FILEIO=nowait keeps every read on RWF_NOWAIT.
 const (
 	plainTrustHits    = 16
 	plainMaxDemotions = 10
@@ -129,9 +125,15 @@ func (nw *noWait) countHit(n, want int, off int64) {
 			nw.credit.Add(1)
 		}
 	case n > 0 && off >= 0 && (off+int64(n))%pageGranule == 0:
-		if nw.credit.Load() != 0 {
-			nw.credit.Store(0)
-		}
+		nw.resetCredit()
+	}
+}
+
+// resetCredit starts the file's run of hits again after a miss (a load first: a file
+// that keeps missing does not write the shared line on every read).
+func (nw *noWait) resetCredit() {
+	if nw.credit.Load() != 0 {
+		nw.credit.Store(0)
 	}
 }
 

@@ -369,10 +369,9 @@ func (t *Ticker) Poll(cx *Context) (time.Time, bool) {
 			t.next = rt.elapsed()
 			t.sleep.entry.ownerState = sleepDone // the first tick is due now
 		case firstAfter:
-			t.rearm(satAdd(rt.elapsed(), t.firstD))
+			t.ResetAfter(t.firstD) // started now: counts from this poll
 		case firstAt:
-			now, at := rt.untilElapsed(t.firstAt)
-			t.rearm(max(at, now))
+			t.ResetAt(t.firstAt)
 			t.firstAt = time.Time{}
 		}
 		if t.first != firstNow {

@@ -392,8 +392,8 @@ func (w *worker) park() {
 			}
 		}
 	}
+	w.lowerTimerSlack()
 	if ioPoll {
-		w.lowerTimerSlack()
 		// Blocks until an I/O event, the timer deadline, or a Wake (a producer cleared
 		// our parked bit, or shutdown began). turn clears polling before it wakes the
 		// tasks it found, so their scheduling does not Wake us again for nothing.
@@ -404,7 +404,6 @@ func (w *worker) park() {
 			w.searching = true
 		}
 	} else {
-		w.lowerTimerSlack()
 		select {
 		case <-w.unpark:
 			w.searching = true
