@@ -15,8 +15,11 @@ const DefaultBufSize = 4096
 // SetMaxLine says otherwise: 64 KiB, bufio.Scanner's default.
 const DefaultMaxLine = 64 << 10
 
-// ErrTooLong is returned when a line or frame is longer than the reader's limit. The
-// stream is then positioned inside that line; most protocols close the connection.
+// ErrTooLong is returned when a line or frame is longer than the reader's limit; most
+// protocols close the connection then. A BufReader has consumed nothing of that line:
+// every later ReadLine or ReadUntil fails the same way until SetMaxLine raises the limit
+// (the whole line is then read) or Consume skips bytes. A FrameReader returns the error
+// again at every later call.
 var ErrTooLong = errors.New("stream: line or frame too long")
 
 // BufReader adds a buffer to an AsyncReader: reads of a few bytes cost no system call
@@ -305,17 +308,20 @@ func (b *BufWriter) PollWrite(cx *blitzio.Context, p []byte) (blitzio.Result[int
 	}
 	if b.n == 0 && len(p) >= len(b.buf) {
 		res, ok := b.w.PollWrite(cx, p)
-		switch {
-		case !ok:
-		case res.Err != nil:
-			b.err = res.Err
-		case res.Value <= 0 || res.Value > len(p):
-			// A writer that takes nothing and reports no error would make Write loop
-			// forever (io.ErrShortWrite's case in bufio): stop as PollFlush does.
-			b.err = errNoProgress
-			return blitzio.Result[int]{Err: b.err}, true
+		if !ok {
+			return blitzio.Result[int]{}, false
 		}
-		return res, ok
+		// A writer that takes nothing and reports no error would make Write loop
+		// forever (io.ErrShortWrite's case in bufio), and a count outside p is a lie:
+		// both are errNoProgress. Bytes that came with an error (a writer adapted from
+		// io.Writer) were written: they are counted now and the error, kept sticky, is
+		// reported by the next call, as AsyncWriter reports a late error.
+		n, err := counted(res, len(p))
+		b.err = err
+		if n > 0 {
+			return blitzio.Result[int]{Value: n}, true
+		}
+		return blitzio.Result[int]{Err: err}, true
 	}
 	n := copy(b.buf[b.n:], p)
 	b.n += n
@@ -329,14 +335,11 @@ func (b *BufWriter) PollFlush(cx *blitzio.Context) (blitzio.Result[struct{}], bo
 		if !ok {
 			return blitzio.Result[struct{}]{}, false
 		}
-		switch {
-		case res.Err != nil:
-			b.err = res.Err
-		case res.Value <= 0 || res.Value > b.n:
-			b.err = errNoProgress
-		default:
-			b.n = copy(b.buf, b.buf[res.Value:b.n])
-		}
+		// Bytes written together with an error leave the buffer as bufio.Writer's
+		// do, so that Buffered counts only what the stream did not take.
+		n, err := counted(res, b.n)
+		b.n = copy(b.buf, b.buf[n:b.n])
+		b.err = err
 	}
 	return blitzio.Result[struct{}]{Err: b.err}, true
 }
@@ -364,7 +367,9 @@ func (f *bufWriteFuture) Poll(cx *blitzio.Context) (blitzio.Result[int], bool) {
 
 // Write returns a future that takes all of p into the buffer (flushing as it fills); the
 // bytes reach the stream at the latest at Flush. The future is owned by b and reused by
-// the next Write.
+// the next Write. It is not cancellation-safe, like WriteAll: dropped before it is
+// ready, a prefix of p has been taken (buffered or written), and a retry with all of p
+// would send that prefix twice.
 func (b *BufWriter) Write(p []byte) blitzio.Future[blitzio.Result[int]] {
 	b.write.p, b.write.n = p, 0
 	return &b.write

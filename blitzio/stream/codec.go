@@ -257,14 +257,11 @@ func (f *FrameWriter[T]) PollFlush(cx *blitzio.Context) (blitzio.Result[struct{}
 		if !ok {
 			return blitzio.Result[struct{}]{}, false
 		}
-		switch {
-		case res.Err != nil:
-			f.err = res.Err
-		case res.Value <= 0 || res.Value > len(f.buf)-f.off:
-			f.err = errNoProgress
-		default:
-			f.off += res.Value
-		}
+		// Bytes written together with an error (a writer adapted from io.Writer) were
+		// sent: Buffered no longer counts them.
+		n, err := counted(res, len(f.buf)-f.off)
+		f.off += n
+		f.err = err
 	}
 	if f.err == nil {
 		f.buf, f.off = f.buf[:0], 0

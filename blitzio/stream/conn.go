@@ -72,14 +72,20 @@ func NewConnOn(rt *blitzio.Runtime, s ConnStream) *Conn {
 func (c *Conn) Stream() ConnStream { return c.s }
 
 func (c *Conn) opError(op string, err error) error {
-	return &net.OpError{Op: op, Net: netOf(c.s.LocalAddr()), Source: c.s.LocalAddr(), Addr: c.s.RemoteAddr(), Err: err}
+	local, remote := c.s.LocalAddr(), c.s.RemoteAddr()
+	return &net.OpError{Op: op, Net: netOf(local, remote), Source: local, Addr: remote, Err: err}
 }
 
-func netOf(a net.Addr) string {
-	if a == nil {
-		return "stream"
+// netOf names the network from whichever address is known: a closed socket may no
+// longer know its local address (an accepted TCP connection looks it up lazily), and
+// its errors must still say "tcp", as net's do.
+func netOf(local, remote net.Addr) string {
+	for _, a := range []net.Addr{local, remote} {
+		if a != nil {
+			return a.Network()
+		}
 	}
-	return a.Network()
+	return "stream"
 }
 
 // wait parks until p is woken, the deadline passes or the Conn closes; it returns the
@@ -211,15 +217,23 @@ func (c *Conn) Close() error {
 }
 
 // CloseWrite shuts down the writing side if the stream can (blitzio.AsyncCloseWriter),
-// like net.TCPConn.CloseWrite.
+// like net.TCPConn.CloseWrite; a stream that cannot gives an error wrapping
+// errors.ErrUnsupported. After Close it fails with net.ErrClosed, as Read and Write do.
 func (c *Conn) CloseWrite() error {
-	if cw, ok := c.s.(blitzio.AsyncCloseWriter); ok {
-		if err := cw.CloseWrite(); err != nil {
-			return c.opError("close", err)
-		}
-		return nil
+	// A closed Conn answers for itself: streams differ after Close (an in-memory pipe
+	// accepts a second shutdown silently), and net.TCPConn reports net.ErrClosed.
+	if err := c.closedOr(nil); err != nil {
+		return c.opError("close", err)
 	}
-	return c.opError("close", errors.ErrUnsupported)
+	cw, ok := c.s.(blitzio.AsyncCloseWriter)
+	if !ok {
+		return c.opError("close", errors.ErrUnsupported)
+	}
+	if err := cw.CloseWrite(); err != nil {
+		// The stream's own *net.OpError as it is, never nested (see ioError).
+		return c.ioError("close", err)
+	}
+	return nil
 }
 
 // LocalAddr implements net.Conn.

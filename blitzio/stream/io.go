@@ -193,10 +193,11 @@ func Copy(dst blitzio.AsyncWriter, src blitzio.AsyncReader) *CopyFuture {
 	return &CopyFuture{c: copier{dst: dst, src: src}}
 }
 
-// CopyBuffer is Copy through buf instead of an allocated buffer. It panics if buf is
-// empty.
+// CopyBuffer is Copy through buf instead of an allocated buffer. As with
+// io.CopyBuffer, a nil buf means Copy's own buffer, and a non-nil buf of length zero
+// panics.
 func CopyBuffer(dst blitzio.AsyncWriter, src blitzio.AsyncReader, buf []byte) *CopyFuture {
-	if len(buf) == 0 {
+	if buf != nil && len(buf) == 0 {
 		panic("stream: CopyBuffer with an empty buffer")
 	}
 	return &CopyFuture{c: copier{dst: dst, src: src, buf: buf}}
