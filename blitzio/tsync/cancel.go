@@ -118,6 +118,14 @@ func (t *CancelToken) Cancel() {
 	}
 	// Walk the subtree without recursion (a deep chain of children must not overflow
 	// anything): cancel a node, then move to its children.
+	//
+	// The Done channels are closed only once the whole subtree is marked cancelled, so
+	// the cancel looks atomic: whoever sees any of them closed (a Done, a Context, a
+	// WaitContext on an ancestor's context) finds every descendant cancelled too, not
+	// the part the walk has not reached yet. Wakers and AfterFuncs run after the unlock
+	// anyway. The nodes with a channel are listed through prevSib, which the walk has
+	// cleared (a cancelled node is in no sibling list).
+	var toClose *CancelToken
 	for stack := t; stack != nil; {
 		n := stack
 		stack = n.nextSib
@@ -130,7 +138,7 @@ func (t *CancelToken) Cancel() {
 			wl.add(w.waker)
 		}
 		if n.done != nil {
-			close(n.done)
+			n.prevSib, toClose = toClose, n
 		}
 		for a := n.afterFuncs; a != nil; {
 			next := a.next
@@ -149,6 +157,12 @@ func (t *CancelToken) Cancel() {
 			last.nextSib = stack
 			stack = c
 		}
+	}
+	for n := toClose; n != nil; {
+		next := n.prevSib
+		n.prevSib = nil
+		close(n.done)
+		n = next
 	}
 	mu.Unlock()
 	wl.wake(nil)
@@ -187,6 +201,9 @@ func (t *CancelToken) Done() <-chan struct{} {
 // Wait waits from a plain goroutine until t is cancelled. Called from a task's code
 // before the cancellation, it panics (it would block a worker); await Cancelled there.
 func (t *CancelToken) Wait() {
+	if t == nil {
+		nilToken("Wait")
+	}
 	if t.IsCancelled() {
 		return
 	}
@@ -194,10 +211,18 @@ func (t *CancelToken) Wait() {
 	<-t.Done()
 }
 
-// WaitContext waits until t is cancelled (nil) or ctx is done (ctx.Err()).
+// WaitContext waits until t is cancelled (nil) or ctx is done (ctx.Err()); a token
+// already cancelled wins over a context already done. Called from a task's code when it
+// would have to wait (neither is), it panics; await Cancelled there.
 func (t *CancelToken) WaitContext(ctx context.Context) error {
+	if t == nil {
+		nilToken("WaitContext")
+	}
 	if t.IsCancelled() {
 		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err // nothing to wait for: not refused in a task either (see waitForCtx)
 	}
 	refuseInRuntime("CancelToken.WaitContext", "Cancelled")
 	select {

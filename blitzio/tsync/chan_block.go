@@ -34,10 +34,18 @@ func waitFor[T any](op string, f blitzio.Future[T]) T {
 	return blockOn(f)
 }
 
-// waitForCtx is waitFor that gives up when ctx is done (see blockOnCtx).
+// waitForCtx is waitFor that gives up when ctx is done (see blockOnCtx). A ctx that is
+// done already ends the call before the refusal: nothing would wait, so a task may make
+// it too, as it may Mutex.LockContext, Semaphore.AcquireContext and the other Context
+// forms (the package's rule refuses only a call that would have to wait).
 func waitForCtx[T any](op string, ctx context.Context, f blitzio.Future[T]) (T, error) {
 	if v, ok := f.Poll(probeContext); ok {
 		return v, nil
+	}
+	if err := ctx.Err(); err != nil {
+		blitzio.Drop(f) // queued by the probe: what it was handed passes on
+		var zero T
+		return zero, err
 	}
 	panicIfInRuntime(op, f)
 	return blockOnCtx(ctx, f)

@@ -124,6 +124,12 @@ func (n *Notify) WaitContext(ctx context.Context) error {
 	if _, ok := f.Poll(probeContext); ok {
 		return nil
 	}
+	if err := ctx.Err(); err != nil {
+		// Nothing to wait for, so not refused in a task either (see waitForCtx). The
+		// probe queued f: dropping it passes on a NotifyOne it was handed.
+		f.Drop()
+		return err
+	}
 	refuseInRuntimeDrop("Notify.WaitContext", "Notified", f)
 	_, err := blockOnCtx[struct{}](ctx, f)
 	return err

@@ -171,6 +171,13 @@ func (c *OnceCell[T]) GetOrInitContext(ctx context.Context, init func(ctx contex
 	if r, ok := f.Poll(probeContext); ok {
 		return r.Get() // our initialiser ran, or the value arrived meanwhile
 	}
+	if err := ctx.Err(); err != nil {
+		// Nothing to wait for, so not refused in a task either (see waitForCtx). The
+		// probe queued f: dropping it passes on a turn it was handed.
+		f.Drop()
+		var zero T
+		return zero, err
+	}
 	refuseInRuntimeDrop("OnceCell.GetOrInitContext", "GetOrInit", f)
 	r, err := blockOnCtx[blitzio.Result[T]](ctx, f)
 	if err != nil {
