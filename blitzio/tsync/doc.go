@@ -19,6 +19,16 @@
 // TryAcquire). Where Tokio's name already says "future" (Notify.Notified,
 // CancelToken.Cancelled, OnceCell.GetOrInit), that name is the future form.
 //
+// A Context form given a context that is already done never waits, so a task may call
+// it too. The ones that take something (Mutex.LockContext, RwLock.ReadContext and
+// WriteContext, Semaphore.AcquireContext, Barrier.WaitContext) then return ctx.Err()
+// without taking it, even when it is free, as x/sync/semaphore's Acquire does: a caller
+// that has given up does not end up holding a lock. The ones that observe something
+// (a channel's RecvContext, SendContext and ChangedContext, Notify.WaitContext,
+// CancelToken.WaitContext, OnceCell.GetOrInitContext) first take what is already there
+// (a buffered value, room, a stored notification, a cancellation, a set value) and
+// return ctx.Err() only if they would have to wait.
+//
 // The primitives:
 //
 //   - Mutex (and MutexOf, which owns its value): a lock with sync.Mutex's fairness

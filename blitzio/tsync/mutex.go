@@ -172,13 +172,14 @@ func (m *Mutex) Lock() MutexGuard {
 }
 
 // LockContext is Lock that gives up when ctx is done, returning ctx.Err(): the place in
-// the queue is given up, and a wake or lock handed over at that moment passes on.
+// the queue is given up, and a wake or lock handed over at that moment passes on. A ctx
+// already done fails the call even when the lock is free (see the package doc).
 func (m *Mutex) LockContext(ctx context.Context) (MutexGuard, error) {
-	if g, ok := m.TryLock(); ok {
-		return g, nil
-	}
 	if err := ctx.Err(); err != nil {
 		return MutexGuard{}, err
+	}
+	if g, ok := m.TryLock(); ok {
+		return g, nil
 	}
 	refuseInRuntime("Mutex.LockContext", "LockAsync")
 	return blockOnCtx[MutexGuard](ctx, m.LockAsync())

@@ -301,16 +301,18 @@ func (s *Semaphore) Acquire(n int64) (Permit, error) {
 }
 
 // AcquireContext is Acquire that gives up when ctx is done, returning ctx.Err()
-// (the permits collected so far go back to the semaphore).
+// (the permits collected so far go back to the semaphore). A ctx already done fails the
+// call even when the permits are there, as x/sync/semaphore's Acquire does.
 func (s *Semaphore) AcquireContext(ctx context.Context, n int64) (Permit, error) {
 	if s == nil {
 		nilSemaphore("AcquireContext")
 	}
+	if err := ctx.Err(); err != nil {
+		checkPermits("Semaphore.AcquireContext", "n", n) // a bad n is reported whatever ctx says
+		return Permit{}, err
+	}
 	if p, err := s.TryAcquire(n); err != ErrNoPermits {
 		return p, err
-	}
-	if err := ctx.Err(); err != nil {
-		return Permit{}, err
 	}
 	refuseInRuntime("Semaphore.AcquireContext", "AcquireAsync")
 	r, err := blockOnCtx[blitzio.Result[Permit]](ctx, s.AcquireAsync(n))
