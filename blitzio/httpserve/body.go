@@ -49,6 +49,7 @@ var (
 	errMalformedChunk = errors.New("httpserve: malformed chunked encoding")
 	errBodyAfterClose = http.ErrBodyReadAfterClose
 	errNotDrained     = errors.New("httpserve: request body too large to drain")
+	errTrailerTooLong = errors.New("httpserve: chunked body trailer too long")
 )
 
 // Read implements io.Reader.
@@ -221,10 +222,17 @@ func (b *body) readChunked(p []byte) (int, error) {
 			}
 			b.chunkState = chunkSize
 		case chunkTrailer:
+			// The trailer section as a whole is bounded as net/http bounds it (it must
+			// fit in its 4 KB read buffer): bounding each line only would let a client
+			// send trailer lines forever, bytes that no body limit counts.
+			size := 0
 			for {
 				line, err := c.readLine()
 				if err != nil {
 					return 0, err
+				}
+				if size += len(line) + 2; size > maxChunkLineSize {
+					return 0, errTrailerTooLong
 				}
 				if len(line) == 0 {
 					break
@@ -271,6 +279,12 @@ func (c *conn) readLine() ([]byte, error) {
 		if c.rbuf != nil {
 			b := (*c.rbuf)[c.r0:c.r1]
 			if i := bytes.IndexByte(b, '\n'); i >= 0 {
+				// The bound is the line's own (net/http's: the line and its LF within
+				// its 4 KB buffer), whatever room the buffer has: a buffer grown for a
+				// large head may hold a longer line already.
+				if i >= maxChunkLineSize {
+					return nil, errLineTooLong
+				}
 				line := b[:i]
 				c.r0 += i + 1
 				// Chunk and trailer lines end with CRLF, with no other CR (net/http's

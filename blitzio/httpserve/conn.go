@@ -139,7 +139,12 @@ type conn struct {
 	rdlHit, wdlHit atomic.Bool
 	rpark, wpark   atomic.Pointer[parker]
 	mustClose      atomic.Bool // set from any goroutine: do not reuse the connection
-	cur            atomic.Pointer[reqCtx]
+	// wfail: a write to the socket has failed (wfailDeadline, wfailOther). It is
+	// sticky, as the error of net/http's buffered writer is: the bytes of that write
+	// were dropped (the head of a response among them, maybe), so nothing written
+	// after may go out, even once the cause has gone (a write deadline cleared).
+	wfail atomic.Uint32
+	cur   atomic.Pointer[reqCtx]
 }
 
 // connExt is what a connection of a Server with ConnState, BaseContext or ConnContext
@@ -883,13 +888,20 @@ func (c *conn) nextRequestBuffered(hw *hworker) bool {
 		c.closeAfter = true
 		return false
 	}
+	// The deadlines are the new request's, as in dispatch: none without the server's
+	// timeouts, whatever the previous handler set through http.ResponseController (it
+	// would fail this request's body reads or writes).
 	c.rdlHit.Store(false)
 	c.wdlHit.Store(false)
 	if d := c.srv.ReadTimeout; d > 0 {
 		c.rdl.Store(time.Now().Add(d).UnixNano())
+	} else {
+		c.rdl.Store(0)
 	}
 	if d := c.srv.WriteTimeout; d > 0 {
 		c.wdl.Store(time.Now().Add(d).UnixNano())
+	} else {
+		c.wdl.Store(0)
 	}
 	return true
 }
@@ -1165,7 +1177,16 @@ func (c *conn) flushOut() error {
 	return err
 }
 
-// writeAll writes b from a goroutine, parking it while the socket is full.
+// conn.wfail's values.
+const (
+	wfailDeadline uint32 = 1 + iota
+	wfailOther
+)
+
+var errEarlierWrite = errors.New("httpserve: an earlier write on the connection failed")
+
+// writeAll writes b from a goroutine, parking it while the socket is full. After a
+// failed write every later one fails too (see wfail).
 func (c *conn) writeAll(b []byte) error {
 	var p *parker
 	defer func() {
@@ -1174,8 +1195,15 @@ func (c *conn) writeAll(b []byte) error {
 			putParker(p)
 		}
 	}()
+	switch c.wfail.Load() {
+	case wfailDeadline:
+		return &net.OpError{Op: "write", Net: "tcp", Addr: c.s.RemoteAddr(), Err: os.ErrDeadlineExceeded}
+	case wfailOther:
+		return &net.OpError{Op: "write", Net: "tcp", Addr: c.s.RemoteAddr(), Err: errEarlierWrite}
+	}
 	for len(b) > 0 {
 		if c.wdlHit.Load() {
+			c.wfail.CompareAndSwap(0, wfailDeadline)
 			return &net.OpError{Op: "write", Net: "tcp", Addr: c.s.RemoteAddr(), Err: os.ErrDeadlineExceeded}
 		}
 		if p == nil {
@@ -1185,6 +1213,7 @@ func (c *conn) writeAll(b []byte) error {
 		r, ok := c.s.PollWrite(p.cx, b)
 		if ok {
 			if r.Err != nil {
+				c.wfail.CompareAndSwap(0, wfailOther)
 				return r.Err
 			}
 			b = b[r.Value:]

@@ -50,7 +50,12 @@
 // Timeouts use the runtime's timer wheel from the connection task: IdleTimeout and
 // ReadHeaderTimeout close the connection; ReadTimeout and WriteTimeout (and the
 // deadlines set with http.ResponseController) make the handler's body reads and writes
-// fail with os.ErrDeadlineExceeded, as they would on a net.Conn.
+// fail with os.ErrDeadlineExceeded, as they would on a net.Conn. A deadline may be set
+// from any goroutine, and releases a read or write already waiting; those set with
+// http.ResponseController last until the end of their request. Once a write to the
+// socket has failed, every later one on the connection fails too (clearing the deadline
+// does not bring it back), as with net/http's buffered writer: what the failed write
+// held is lost, and what follows must not go out without it.
 //
 // # Behaviour shared with net/http
 //
@@ -101,6 +106,8 @@
 //   - An HTTP/1.0 request is answered with an "HTTP/1.1" status line (RFC 9110 section
 //     2.5); net/http echoes "HTTP/1.0".
 //   - HTTP/2 (h2c) is not served.
+//   - The functions given to RegisterOnShutdown run once, when the first Shutdown or
+//     Close begins; net/http runs them on every Shutdown call, and not on Close.
 //   - A chunked body over MaxBodyBytes fails the handler's read with *http.MaxBytesError
 //     (the handler chooses the status); a declared Content-Length over it is answered
 //     413 without calling the handler.

@@ -24,6 +24,7 @@ type handlerPool struct {
 	closed   bool
 	sweeping bool
 	sweep    *time.Timer
+	ttl      time.Duration // how long a parked goroutine may stay unused; 0 means idleWorkerTTL (tests shorten it)
 }
 
 // job is what a pooled goroutine runs: a connection with a request in flight.
@@ -45,6 +46,13 @@ type hworker struct {
 }
 
 const idleWorkerTTL = 10 * time.Second
+
+func (p *handlerPool) idleTTL() time.Duration {
+	if p.ttl > 0 {
+		return p.ttl
+	}
+	return idleWorkerTTL
+}
 
 func (p *handlerPool) get() *hworker {
 	p.mu.Lock()
@@ -81,9 +89,9 @@ func (p *handlerPool) put(w *hworker) bool {
 	if !p.sweeping {
 		p.sweeping = true
 		if p.sweep == nil {
-			p.sweep = time.AfterFunc(idleWorkerTTL, p.sweepIdle)
+			p.sweep = time.AfterFunc(p.idleTTL(), p.sweepIdle)
 		} else {
-			p.sweep.Reset(idleWorkerTTL)
+			p.sweep.Reset(p.idleTTL())
 		}
 	}
 	return true
@@ -92,7 +100,7 @@ func (p *handlerPool) put(w *hworker) bool {
 // sweepIdle tells the goroutines idle for longer than idleWorkerTTL to exit: they are
 // at the bottom of the stack.
 func (p *handlerPool) sweepIdle() {
-	cutoff := time.Now().Add(-idleWorkerTTL)
+	cutoff := time.Now().Add(-p.idleTTL())
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
@@ -106,7 +114,7 @@ func (p *handlerPool) sweepIdle() {
 		p.idle = p.idle[:k]
 	}
 	if len(p.idle) > 0 && !p.closed {
-		p.sweep.Reset(idleWorkerTTL)
+		p.sweep.Reset(p.idleTTL())
 	} else {
 		p.sweeping = false
 	}

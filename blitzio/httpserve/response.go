@@ -522,8 +522,16 @@ func (w *response) SetWriteDeadline(t time.Time) error {
 	return nil
 }
 
+// finished reports whether the request has ended (or the connection was hijacked), so
+// that a deadline set through a writer kept past its handler cannot move the next
+// request's. It never waits for the response's lock: a Write or Flush holding it may be
+// parked on a full socket, and a deadline set from another goroutine is what releases
+// it (as SetWriteDeadline on a net.Conn releases a blocked Write). While the lock is
+// held, the request is in flight until endRequest takes it from cur.
 func (w *response) finished() bool {
-	w.mu.Lock()
+	if !w.mu.TryLock() {
+		return w.c.cur.Load() == nil
+	}
 	defer w.mu.Unlock()
 	return w.done || w.c.hijacked
 }

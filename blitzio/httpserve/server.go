@@ -105,7 +105,9 @@ type Server struct {
 	onShutdown []func()
 }
 
-// ErrNoRuntime is returned by Serve when given a nil runtime or listener.
+// ErrNoRuntime is returned by Serve and ServeUnix when given a nil runtime or listener
+// (a listener given with a nil runtime is closed, as the server owns it), and by
+// ListenAndServe, before it listens, when given a nil runtime.
 var ErrNoRuntime = errors.New("httpserve: Serve needs a runtime and a listener")
 
 // ErrAcceptByServer is what Accept returns on the net.Listener that BaseContext gets: the
@@ -176,6 +178,9 @@ type acceptedConn struct {
 // when it returns an error of its own, as http.Server.Serve does.
 func (srv *Server) Serve(rt *blitzio.Runtime, l *blitzio.TCPListener) error {
 	if rt == nil || l == nil {
+		if l != nil {
+			l.Close() // the server owns l, even when it cannot serve it
+		}
 		return ErrNoRuntime
 	}
 	return srv.serve(rt, &listener{addr: l.Addr(), close: l.Close, accept: func() blitzio.Future[blitzio.Result[acceptedConn]] {
@@ -191,6 +196,9 @@ func (srv *Server) Serve(rt *blitzio.Runtime, l *blitzio.TCPListener) error {
 // ServeUnix is Serve on a Unix-domain stream listener.
 func (srv *Server) ServeUnix(rt *blitzio.Runtime, l *blitzio.UnixListener) error {
 	if rt == nil || l == nil {
+		if l != nil {
+			l.Close() // the server owns l, even when it cannot serve it
+		}
 		return ErrNoRuntime
 	}
 	return srv.serve(rt, &listener{addr: l.Addr(), close: l.Close, accept: func() blitzio.Future[blitzio.Result[acceptedConn]] {
@@ -207,6 +215,9 @@ func (srv *Server) ServeUnix(rt *blitzio.Runtime, l *blitzio.UnixListener) error
 func (srv *Server) ListenAndServe(rt *blitzio.Runtime) error {
 	if srv.inShutdown.Load() {
 		return http.ErrServerClosed
+	}
+	if rt == nil {
+		return ErrNoRuntime // before listening: no socket to leak
 	}
 	addr := srv.Addr
 	if addr == "" {
@@ -260,8 +271,13 @@ func (srv *Server) serve(rt *blitzio.Runtime, l *listener) error {
 	}
 	h := blitzio.Spawn(rt, &acceptLoop{srv: srv, l: l, rt: rt})
 	err, jerr := h.Wait()
-	if jerr != nil || err != nil {
-		l.close() // the accept task failed (a hook's panic or Goexit, an accept error)
+	if jerr != nil || err != nil && !errors.Is(err, net.ErrClosed) {
+		// The accept task failed (a hook's panic or Goexit, an accept error). Not
+		// after net.ErrClosed: the listener was closed by its owner (BaseContext's
+		// net.Listener), whose Close may still be running; the listener wakes its
+		// accept before it marks itself closed, so a second Close here could win that
+		// race and make the owner's Close fail with net.ErrClosed.
+		l.close()
 	}
 	srv.mu.Lock()
 	delete(srv.listeners, l)
@@ -294,9 +310,13 @@ func (a *acceptLoop) Poll(cx *blitzio.Context) (error, bool) {
 		}
 		a.f = nil
 		if r.Err != nil {
-			if errors.Is(r.Err, net.ErrClosed) || a.srv.inShutdown.Load() {
-				return nil, true
+			if a.srv.inShutdown.Load() {
+				return nil, true // Serve returns http.ErrServerClosed
 			}
+			// A listener closed by someone else (BaseContext's net.Listener, the
+			// caller's own reference) included: Serve reports it, as
+			// http.Server.Serve does, instead of returning nil as if it had been asked
+			// to stop.
 			return r.Err, true
 		}
 		c := newConn(a.srv, a.rt, r.Value)
@@ -454,7 +474,9 @@ func (srv *Server) Close() error {
 
 // RegisterOnShutdown registers f to run, on a goroutine of its own, when Shutdown or
 // Close begins (as http.Server.RegisterOnShutdown): to tell hijacked connections, such
-// as WebSockets, to close.
+// as WebSockets, to close. The functions run once, when the first Shutdown or Close
+// (or the Coordinator's trigger) begins, whatever calls follow; http.Server runs them
+// on every Shutdown call and not on Close. A function registered after that never runs.
 func (srv *Server) RegisterOnShutdown(f func()) {
 	srv.mu.Lock()
 	srv.onShutdown = append(srv.onShutdown, f)
