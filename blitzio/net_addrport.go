@@ -80,7 +80,7 @@ func (c *UDPConn) PollSendToAddrPort(cx *Context, p []byte, addr netip.AddrPort)
 
 // zoneIndex turns an IPv6 zone (an interface name or number) into its index.
 func zoneIndex(zone string) (uint32, error) {
-	if id, err := strconv.Atoi(zone); err == nil && id >= 0 {
+	if id, err := strconv.ParseUint(zone, 10, 32); err == nil { // see ipZoneToSockaddr
 		return uint32(id), nil
 	}
 	ifi, err := net.InterfaceByName(zone)

@@ -318,7 +318,10 @@ func ipZoneToSockaddr(family int, ip net.IP, port int, zone string) (unix.Sockad
 	sa := &unix.SockaddrInet6{Port: port}
 	copy(sa.Addr[:], ip6)
 	if zone != "" {
-		if id, err := strconv.Atoi(zone); err == nil {
+		// ParseUint with 32 bits, not Atoi and a conversion: a number beyond 32 bits
+		// (or a negative one) names no interface, and truncated it would name another
+		// one (4294967298 would be interface 2).
+		if id, err := strconv.ParseUint(zone, 10, 32); err == nil {
 			sa.ZoneId = uint32(id)
 		} else if ifi, err := net.InterfaceByName(zone); err == nil {
 			sa.ZoneId = uint32(ifi.Index)
@@ -327,6 +330,22 @@ func ipZoneToSockaddr(family int, ip net.IP, port int, zone string) (unix.Sockad
 		}
 	}
 	return sa, nil
+}
+
+// setTTL6 sets the unicast hop limit of an IPv6 socket, and its IPv4 TTL as well: a
+// dual-stack socket (a "tcp" or "udp" listener, or a connection it accepted) talking to
+// an IPv4 peer sends IPv4 packets, whose TTL comes from IP_TTL; IPV6_UNICAST_HOPS does
+// not apply to them, and setting it alone would silently change nothing. The IPv4
+// option is best effort: some systems refuse it on an IPv6 socket, and a value valid as
+// a hop limit (0) is not a valid TTL.
+func (fd *netFD) setTTL6(ttl int) error {
+	return fd.opError("set", "setsockopt", fd.control(func(s int) error {
+		if err := unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_UNICAST_HOPS, ttl); err != nil {
+			return err
+		}
+		unix.SetsockoptInt(s, unix.IPPROTO_IP, unix.IP_TTL, ttl)
+		return nil
+	}))
 }
 
 func zoneName(id uint32) string {

@@ -318,10 +318,12 @@ func (s *TCPStream) SetWriteBuffer(bytes int) error {
 	return s.setInt(unix.SOL_SOCKET, unix.SO_SNDBUF, bytes)
 }
 
-// SetTTL sets the IP time to live (IPv4) or unicast hop limit (IPv6).
+// SetTTL sets the IP time to live (IPv4) or unicast hop limit (IPv6). On an IPv6 socket
+// it sets both, so that it also applies to a connection with an IPv4 peer accepted by a
+// dual-stack listener, whose packets are IPv4.
 func (s *TCPStream) SetTTL(ttl int) error {
 	if s.fd.family == unix.AF_INET6 {
-		return s.setInt(unix.IPPROTO_IPV6, unix.IPV6_UNICAST_HOPS, ttl)
+		return s.fd.setTTL6(ttl)
 	}
 	return s.setInt(unix.IPPROTO_IP, unix.IP_TTL, ttl)
 }

@@ -5,8 +5,10 @@ package blitzio
 import (
 	"context"
 	"errors"
+	"log"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -330,10 +332,19 @@ func (s *sharedWaker) set(w Waker) {
 	s.mu.Unlock()
 }
 
+// wake runs on a goroutine the context package starts, which nobody can recover: a
+// waker (user code) that panics there would crash the process. Its panic is recovered
+// and logged instead, as the runtime does for the wakers it calls on goroutines of its
+// own (timers, task completion). A runtime.Goexit only ends that goroutine.
 func (s *sharedWaker) wake() {
 	s.mu.Lock()
 	w := s.w
 	s.mu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			log.Printf("blitzio: a Waker panicked when the context of a dial ended (the dial sees the context's end at its next poll): %v\n%s", r, debug.Stack())
+		}
+	}()
 	w.Wake()
 }
 
@@ -378,16 +389,23 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 		return f.fail(net.UnknownNetworkError(f.network))
 	}
 	if f.ctx != nil {
-		if err := f.ctx.Err(); err != nil {
-			return f.fail(mapContextErr(err))
-		}
+		// Store this poll's waker before checking the context, and register the
+		// AfterFunc after: a cancel that lands after the check then finds the current
+		// waker. Checked first, a cancel between the check and the update wakes the
+		// waker of an earlier poll (another task's, or another combinator child's, if
+		// the future moved) or, on the first poll, none at all; this poll returns
+		// pending and nothing wakes it again.
 		if f.ctx.Done() != nil {
 			if f.ctxWaker == nil {
 				f.ctxWaker = &sharedWaker{}
-				sw := f.ctxWaker
-				f.stopCtx = context.AfterFunc(f.ctx, sw.wake)
 			}
 			f.ctxWaker.set(cx.Waker())
+		}
+		if err := f.ctx.Err(); err != nil {
+			return f.fail(mapContextErr(err))
+		}
+		if f.ctxWaker != nil && f.stopCtx == nil {
+			f.stopCtx = context.AfterFunc(f.ctx, f.ctxWaker.wake)
 		}
 	}
 	if f.addrs == nil {
@@ -475,6 +493,13 @@ func (f *dialFuture) pollResolve(cx *Context) (Result[*TCPStream], bool) {
 			return f.fail(err)
 		}
 		f.port = port
+		if host == "" {
+			// As net.Dial: an empty host (":80") is the local system, a nil IP that
+			// start connects to over IPv4 (or IPv6 on "tcp6"). Resolving "" would
+			// fail with "no such host".
+			f.addrs = []*net.TCPAddr{{Port: port}}
+			return Result[*TCPStream]{}, true
+		}
 		if ip, err := netipParse(host); err == nil {
 			f.addrs = []*net.TCPAddr{ip}
 			f.addrs[0].Port = port
@@ -551,7 +576,11 @@ func (f *dialFuture) start(cx *Context) error {
 	if err != nil {
 		return err
 	}
-	if family == unix.AF_INET6 && raddr.IP.To4() != nil && f.network == "tcp" {
+	if family == unix.AF_INET6 && f.network == "tcp" && (raddr.IP.To4() != nil || len(raddr.IP) == 0) {
+		// inetFamily gives a wildcard the dual-stack socket a listener wants; a dial
+		// picks as net's does (favoriteAddrFamily): IPv4 for an IPv4 address and for a
+		// nil one, the local system, which connect then reaches on 127.0.0.1 like
+		// net.Dial(":80") does. A dual-stack socket would connect to ::1 instead.
 		family = unix.AF_INET
 	}
 	rsa, err := ipZoneToSockaddr(family, raddr.IP, raddr.Port, raddr.Zone)

@@ -190,10 +190,12 @@ func (c *UDPConn) SetBroadcast(on bool) error {
 	return c.setInt(unix.SOL_SOCKET, unix.SO_BROADCAST, boolInt(on))
 }
 
-// SetTTL sets the IP time to live (IPv4) or unicast hop limit (IPv6).
+// SetTTL sets the IP time to live (IPv4) or unicast hop limit (IPv6). On an IPv6 socket
+// it sets both, so that it also applies to what a dual-stack socket (ListenUDP("udp",
+// nil)) sends to IPv4 addresses.
 func (c *UDPConn) SetTTL(ttl int) error {
 	if c.fd.family == unix.AF_INET6 {
-		return c.setInt(unix.IPPROTO_IPV6, unix.IPV6_UNICAST_HOPS, ttl)
+		return c.fd.setTTL6(ttl)
 	}
 	return c.setInt(unix.IPPROTO_IP, unix.IP_TTL, ttl)
 }
@@ -209,10 +211,17 @@ func (c *UDPConn) SetWriteBuffer(bytes int) error {
 }
 
 // SetMulticastLoopback sets whether multicast datagrams sent by this socket are looped
-// back to local listeners.
+// back to local listeners. On an IPv6 socket it sets the IPv4 option as well (best
+// effort), which governs what a dual-stack socket sends to IPv4 groups.
 func (c *UDPConn) SetMulticastLoopback(on bool) error {
 	if c.fd.family == unix.AF_INET6 {
-		return c.setInt(unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_LOOP, boolInt(on))
+		return c.fd.opError("set", "setsockopt", c.fd.control(func(fd int) error {
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_LOOP, boolInt(on)); err != nil {
+				return err
+			}
+			setMulticastLoopV4(fd, on) // see netFD.setTTL6 for why IPv4 too
+			return nil
+		}))
 	}
 	return c.fd.opError("set", "setsockopt", c.fd.control(func(fd int) error {
 		return setMulticastLoopV4(fd, on)

@@ -64,7 +64,9 @@ type UnixListener struct {
 }
 
 // ListenUnix listens on laddr (network "unix"), like net.ListenUnix. Close removes the
-// socket file it created (not for an abstract '@' name).
+// socket file it created (not for an abstract '@' name). A nil laddr or an empty Name
+// fails with a missing address error (net.ListenUnix would bind an empty Name to an
+// abstract address the kernel picks).
 func ListenUnix(network string, laddr *net.UnixAddr) (*UnixListener, error) {
 	if network != "unix" {
 		return nil, &net.OpError{Op: "listen", Net: network, Addr: laddr, Err: net.UnknownNetworkError(network)}
@@ -240,6 +242,9 @@ type UnixConn struct {
 }
 
 // ListenUnixgram opens a Unix datagram socket bound to laddr, like net.ListenUnixgram.
+// Unlike it, a nil laddr (or an empty Name) is allowed and gives an unbound socket, as
+// Tokio's UnixDatagram::unbound: it can SendTo named sockets, which see its datagrams
+// come from an empty Name and cannot reply.
 func ListenUnixgram(network string, laddr *net.UnixAddr) (*UnixConn, error) {
 	if network != "unixgram" {
 		return nil, &net.OpError{Op: "listen", Net: network, Addr: laddr, Err: net.UnknownNetworkError(network)}
