@@ -148,7 +148,13 @@ func (l *TCPListener) TCPAddr() *net.TCPAddr { a, _ := l.fd.laddr.(*net.TCPAddr)
 // Close stops listening. Accepts waiting in other tasks fail with an error wrapping
 // net.ErrClosed; connections queued by the kernel and not accepted are reset.
 func (l *TCPListener) Close() error {
-	l.closing.Store(true)
+	// The first Close claims the closing before it stops the socket listening: that
+	// wakes the waiting accepts, and an acceptor that closes the listener on the error
+	// (as an accept loop does) must get net.ErrClosed, not win the descriptor from
+	// under this call and make the owner's own Close fail.
+	if !l.closing.CompareAndSwap(false, true) {
+		return l.fd.opError("close", "close", net.ErrClosed)
+	}
 	l.fd.stopListening()
 	if err := l.fd.Close(); err != nil {
 		return l.fd.opError("close", "close", err)

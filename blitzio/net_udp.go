@@ -120,6 +120,12 @@ func (c *UDPConn) UDPAddr() *net.UDPAddr { a, _ := c.fd.laddr.(*net.UDPAddr); re
 func (c *UDPConn) RemoteAddr() net.Addr { return c.fd.raddr }
 
 // Close closes the socket; operations waiting in other tasks fail with net.ErrClosed.
+//
+// On the io_uring backend, a socket closed while a task waits on it keeps its address
+// for a moment after Close returns (normally a few milliseconds): the kernel lets the
+// socket go when the cancelled readiness poll completes on the thread that armed it. A
+// program that binds the same address again at once may get EADDRINUSE there, and should
+// retry for a moment. epoll frees it before Close returns.
 func (c *UDPConn) Close() error {
 	if err := c.fd.Close(); err != nil {
 		return c.fd.opError("close", "close", err)

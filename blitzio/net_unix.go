@@ -93,8 +93,18 @@ func ListenUnix(network string, laddr *net.UnixAddr) (*UnixListener, error) {
 func (l *UnixListener) Addr() net.Addr { return l.fd.laddr }
 
 // Close stops listening and removes the socket file.
+//
+// On the io_uring backend, a listener on an abstract name ('@') closed while a task waits
+// on it keeps its name for a moment after Close returns (normally a few milliseconds): the kernel lets the
+// socket go when the cancelled readiness poll completes on the thread that armed it. A
+// program that binds the same address again at once may get EADDRINUSE there, and should
+// retry for a moment. epoll frees it before Close returns.
 func (l *UnixListener) Close() error {
-	l.closing.Store(true)
+	// The first Close claims the closing before it wakes the accepts: see
+	// TCPListener.Close.
+	if !l.closing.CompareAndSwap(false, true) {
+		return l.fd.opError("close", "close", net.ErrClosed)
+	}
 	l.fd.stopListening()
 	if err := l.fd.Close(); err != nil {
 		return l.fd.opError("close", "close", err)
@@ -259,7 +269,8 @@ func ListenUnixgram(network string, laddr *net.UnixAddr) (*UnixConn, error) {
 // LocalAddr returns the local address.
 func (c *UnixConn) LocalAddr() net.Addr { return c.fd.laddr }
 
-// Close closes the socket (it does not remove its file: the binder owns that name).
+// Close closes the socket (it does not remove its file: the binder owns that name). On
+// io_uring its address may stay bound for a moment after Close: see UDPConn.Close.
 func (c *UnixConn) Close() error {
 	if err := c.fd.Close(); err != nil {
 		return c.fd.opError("close", "close", err)
