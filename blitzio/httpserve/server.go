@@ -274,9 +274,7 @@ func (srv *Server) serve(rt *blitzio.Runtime, l *listener) error {
 	if jerr != nil || err != nil && !errors.Is(err, net.ErrClosed) {
 		// The accept task failed (a hook's panic or Goexit, an accept error). Not
 		// after net.ErrClosed: the listener was closed by its owner (BaseContext's
-		// net.Listener), whose Close may still be running; the listener wakes its
-		// accept before it marks itself closed, so a second Close here could win that
-		// race and make the owner's Close fail with net.ErrClosed.
+		// net.Listener), and closing it again would only report net.ErrClosed.
 		l.close()
 	}
 	srv.mu.Lock()
