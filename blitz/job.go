@@ -33,6 +33,13 @@ type job struct {
 	// isolated marks a Go job: it runs only at the bottom of a goroutine, never
 	// beneath other work (see Task.runOther).
 	isolated bool
+	// goexited is set by Task.protect when the goroutine running the job exited
+	// (runtime.Goexit) before run returned, just before it completes the job. A
+	// *PanicError whose Value is ErrGoexit does not tell that apart from a panic that
+	// carries a re-raised ErrGoexit (the job joined a fork whose goroutine exited): the
+	// job's own goroutine is alive and the job failed like any panicking one (see
+	// Pool.goEntered).
+	goexited bool
 	// release gives a frame's slot back to its slab (frames only); used when a panic
 	// unwinds past a fork that was never joined.
 	release func(j *job)

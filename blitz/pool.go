@@ -802,7 +802,9 @@ func (p *Pool) inject(j *job) {
 // else. A panic in f goes to Config.PanicHandler, or, if there is none, crashes the
 // program as a panic in a goroutine started with the go statement does (the report
 // shows f's stack). If f calls runtime.Goexit, the job ends silently and the worker's
-// goroutine is replaced.
+// goroutine is replaced. A *PanicError wrapping ErrGoexit that a Join in f re-raises (a
+// fork it joined ran on a goroutine that exited) is a panic of f like any other: it goes
+// to the PanicHandler, or crashes the program.
 //
 // Go panics with ErrClosed when the pool refuses new work (see Close): from the moment
 // Close begins if the caller is not running the pool's work, and once Close has finished
@@ -823,11 +825,17 @@ func (p *Pool) Go(f func(t *Task)) {
 // goEntered starts f as Go does, for a caller that has already registered it with enter
 // or enterMore: the job's completion exits that registration.
 func (p *Pool) goEntered(f func(t *Task)) {
-	h := newHeapJob(f, func(pe *PanicError) {
+	var h *heapJob
+	h = newHeapJob(f, func(pe *PanicError) {
 		// Only ever called at the bottom of a goroutine (an idle worker's loop or a
 		// detached goroutine, see Task.runOther): no recover above can catch the
 		// crash below, and no unrelated job is on this stack.
-		if pe != nil && pe.Value != ErrGoexit {
+		//
+		// Only a Goexit of this job's own goroutine ends it silently (goexited). A
+		// *PanicError carrying ErrGoexit that f received from a Join (a fork it joined
+		// ran on a goroutine that exited) is a panic of f like any other: f was cut
+		// short, and the handler (or the crash) must tell, as a Call would.
+		if pe != nil && !h.job.goexited {
 			if p.onPanic == nil {
 				// The job stays counted: Close cannot return (and the program end
 				// normally) before this crash.

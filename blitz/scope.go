@@ -49,6 +49,10 @@ func Scope(t *Task, body func(s *Spawner)) {
 // error (its cause, see context.Cause, as TryForContext returns) after the tasks already
 // running have finished. It returns nil if ctx was not cancelled before the scope ended.
 // Panics are re-raised as in Scope.
+//
+// body is not a spawned task: it always runs, even when ctx is already cancelled (unlike
+// TryForContext, which then runs nothing), so that it can set up and tear down what its
+// tasks share; a body with work of its own to skip checks s.Context().
 func ScopeContext(ctx context.Context, t *Task, body func(s *Spawner)) error {
 	if ctx == nil {
 		panic("blitz: ScopeContext: nil context.Context")

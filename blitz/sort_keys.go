@@ -38,6 +38,12 @@ func sortByKey[T any, K cmp.Ordered](s []T, key func(T) K, stable bool, opts []O
 	checkOptsOpen(opts) // a closed pool panics whatever n is
 	n := len(s)
 	if n < 2 {
+		if n == 1 {
+			// Nothing to move, but the keyed sorts promise one call of key per element:
+			// a key with side effects, or one that panics on a bad element, must see
+			// the single element as it sees every element of a longer input.
+			key(s[0])
+		}
 		return
 	}
 	c := parResolve(n, sortMinGrain, opts)

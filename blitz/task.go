@@ -290,6 +290,7 @@ func (t *Task) protect(j *job) (pe *PanicError) {
 			pe = wrapPanic(r)
 			return
 		}
+		j.goexited = true
 		t.complete(j, goexitError())
 	}()
 	j.run(t, j)
