@@ -49,9 +49,20 @@ type epoll struct {
 	cN      int
 	cErr    error
 
+	// life guards the descriptors against Close: Register, Deregister and Wake hold it
+	// shared across their system call and fail once closed is set, and Close sets
+	// closed under it exclusively before closing them. Without it a call racing Close,
+	// or coming after it (the runtime may Wake a worker it saw polling while shutting
+	// down), used a number that may name another file by then: a Wake wrote 8 bytes
+	// into it, a Register added an fd to another poller's interest list.
+	life   sync.RWMutex
+	closed atomic.Bool
+
 	closeOnce sync.Once
 	closeErr  error
 }
+
+var errEpollClosed = fmt.Errorf("poller: epoll: %w", os.ErrClosed)
 
 // NewEpoll opens an epoll instance and its wake-up eventfd. A Poll that waits parks its
 // goroutine on Go's netpoller until the epoll descriptor is readable, instead of
@@ -67,17 +78,18 @@ func NewEpoll() (Poller, error) {
 		unix.Close(epfd)
 		return nil, os.NewSyscallError("eventfd", err)
 	}
-	p := &epoll{epfd: epfd, evfd: evfd}
-	p.attachNetpoll()
 	// The eventfd is level-triggered: it stays readable until Poll drains it, so a Wake
 	// that lands before Poll is entered still makes that Poll return.
 	ev := unix.EpollEvent{Events: unix.EPOLLIN}
 	setEpollToken(&ev, wakeToken)
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &ev); err != nil {
+	if err := epollCtlWake(epfd, evfd, &ev); err != nil {
 		unix.Close(evfd)
 		unix.Close(epfd)
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
+	p := &epoll{epfd: epfd, evfd: evfd}
+	// Last: once attached, epfd belongs to an os.File and may be closed only through it.
+	p.attachNetpoll()
 	return p, nil
 }
 
@@ -115,6 +127,17 @@ func (p *epoll) collectNow(fd uintptr) bool {
 // and the clear of woken, so that tests can put a racing Wake there. Set only by tests.
 var epollTestAfterDrain func(p *epoll)
 
+// epollTestCtlWake, when set, replaces the registration of the wake eventfd in
+// NewEpoll, so that tests can make it fail. Set only by tests.
+var epollTestCtlWake func(epfd int) error
+
+func epollCtlWake(epfd, evfd int, ev *unix.EpollEvent) error {
+	if epollTestCtlWake != nil {
+		return epollTestCtlWake(epfd)
+	}
+	return unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, ev)
+}
+
 // epollTestNoNetpoll makes NewEpoll leave epfd out of Go's netpoller, so that tests can
 // run the blocking epoll_wait path. Set only by tests.
 var epollTestNoNetpoll bool
@@ -124,6 +147,11 @@ func (p *epoll) Name() string { return "epoll" }
 func (p *epoll) Register(fd int, token uint64, interest Interest) error {
 	if token == wakeToken {
 		return fmt.Errorf("poller: epoll Register: token %#x is reserved", token)
+	}
+	p.life.RLock()
+	defer p.life.RUnlock()
+	if p.closed.Load() {
+		return errEpollClosed
 	}
 	ev := unix.EpollEvent{Events: unix.EPOLLET | unix.EPOLLRDHUP}
 	if interest&Read != 0 {
@@ -140,6 +168,11 @@ func (p *epoll) Register(fd int, token uint64, interest Interest) error {
 }
 
 func (p *epoll) Deregister(fd int, token uint64) error {
+	p.life.RLock()
+	defer p.life.RUnlock()
+	if p.closed.Load() {
+		return errEpollClosed
+	}
 	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil); err != nil {
 		return os.NewSyscallError("epoll_ctl", err)
 	}
@@ -164,6 +197,9 @@ func (p *epoll) Poll(events []Event, timeout time.Duration) (int, error) {
 	if len(events) == 0 {
 		return 0, fmt.Errorf("poller: epoll Poll: empty events slice")
 	}
+	if p.closed.Load() {
+		return 0, errEpollClosed
+	}
 	if cap(p.raw) < len(events) {
 		p.raw = make([]unix.EpollEvent, len(events))
 	}
@@ -186,7 +222,14 @@ func (p *epoll) Poll(events []Event, timeout time.Duration) (int, error) {
 		tok := epollToken(&raw[i])
 		if tok == wakeToken {
 			var buf [8]byte
-			unix.Read(p.evfd, buf[:]) // EAGAIN when already drained: nothing to do
+			// Under life: a Close that ran while this Poll collected (it ends a wait
+			// on the netpoller) may have closed the eventfd, whose number may name
+			// another file by now.
+			p.life.RLock()
+			if !p.closed.Load() {
+				unix.Read(p.evfd, buf[:]) // EAGAIN when already drained: nothing to do
+			}
+			p.life.RUnlock()
 			if epollTestAfterDrain != nil {
 				epollTestAfterDrain(p)
 			}
@@ -215,7 +258,7 @@ func (p *epoll) waitNetpoll(raw []unix.EpollEvent, timeout time.Duration) (int, 
 	case werr != nil:
 		return 0, werr
 	case err != nil:
-		return 0, err
+		return 0, errEpollClosed // the descriptor was closed under the wait
 	case !ok:
 		return 0, nil // the timeout passed (maybe before any collection)
 	}
@@ -246,6 +289,11 @@ func epollReady(e uint32) Ready {
 }
 
 func (p *epoll) Wake() error {
+	p.life.RLock()
+	defer p.life.RUnlock()
+	if p.closed.Load() {
+		return errEpollClosed
+	}
 	if !p.woken.CompareAndSwap(false, true) {
 		return nil // a write is already pending and not yet drained
 	}
@@ -265,12 +313,15 @@ func (p *epoll) Wake() error {
 
 func (p *epoll) Close() error {
 	p.closeOnce.Do(func() {
+		p.life.Lock()
+		p.closed.Store(true)
+		p.life.Unlock()
 		err1 := unix.Close(p.evfd)
 		var err2 error
 		if p.np.attached() {
 			err2 = p.np.close() // closes epfd, after taking it out of Go's netpoller
 		} else {
-			err2 = unix.Close(p.epfd)
+			err2 = p.np.closeUnattached(p.epfd)
 		}
 		if err1 != nil {
 			p.closeErr = os.NewSyscallError("close", err1)

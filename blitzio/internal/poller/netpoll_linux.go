@@ -5,7 +5,6 @@ package poller
 import (
 	"errors"
 	"os"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -28,11 +27,19 @@ type netpollFD struct {
 	// the same kind of timeout as the previous one does not set it again. Used by the
 	// one polling goroutine only.
 	deadline time.Time
+	// refused is the File that attach made to learn that the runtime refuses the
+	// descriptor. It cannot be let go: os puts the cleanup that closes the descriptor on
+	// an object inside the File that no exported call reaches (runtime.SetFinalizer on
+	// the *os.File itself clears nothing), so an unreachable File closes the number at
+	// some garbage collection, under the poller still using it or, later, under the
+	// file that reused it. It is kept, and closeUnattached closes through it.
+	refused *os.File
 }
 
-// attach hands fd to Go's netpoller. It reports false, leaving fd as it was (blocking,
-// not owned by a File), when the runtime refuses the descriptor. Once attached, the
-// descriptor is closed by close, never with unix.Close.
+// attach hands fd to Go's netpoller. It reports false, leaving fd blocking, when the
+// runtime refuses the descriptor. Either way the descriptor is then closed by close
+// (attached) or closeUnattached (not attached, whether attach was called or not), never
+// with unix.Close.
 func (n *netpollFD) attach(fd int, name string) bool {
 	if err := unix.SetNonblock(fd, true); err != nil {
 		return false
@@ -44,11 +51,9 @@ func (n *netpollFD) attach(fd int, name string) bool {
 	// SetReadDeadline fails with os.ErrNoDeadline when the file is not pollable.
 	rc, err := f.SyscallConn()
 	if err != nil || f.SetReadDeadline(time.Time{}) != nil {
-		// Not pollable: let go of the File without closing fd (Fd puts it back in
-		// blocking mode and keeps the descriptor; the File's finalizer would close it).
-		f.Fd()
-		runtime.SetFinalizer(f, nil)
+		// Not pollable: back to blocking mode, and keep the File (see refused).
 		unix.SetNonblock(fd, false)
+		n.refused = f
 		return false
 	}
 	n.file, n.rc = f, rc
@@ -88,3 +93,13 @@ func (n *netpollFD) wait(dl time.Time, ready func(fd uintptr) bool) (bool, error
 // close takes the descriptor out of Go's netpoller, waits until no wait is still inside
 // its ready callback, and closes it.
 func (n *netpollFD) close() error { return n.file.Close() }
+
+// closeUnattached closes fd, which attach did not hand to Go's netpoller: through the
+// File attach made if it was called (see refused), else with unix.Close.
+func (n *netpollFD) closeUnattached(fd int) error {
+	if f := n.refused; f != nil {
+		n.refused = nil
+		return f.Close()
+	}
+	return unix.Close(fd)
+}

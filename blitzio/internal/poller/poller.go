@@ -90,7 +90,11 @@ type Poller interface {
 	Poll(events []Event, timeout time.Duration) (int, error)
 	// Wake makes the Poll in progress (or the next one) return promptly.
 	Wake() error
-	// Close releases the mechanism. Poll must not be running or be called again.
+	// Close releases the mechanism. Poll must not be running or be called again (a
+	// Poll waiting on Go's netpoller returns, one blocked in the kernel may not).
+	// Register, Deregister and Wake racing Close, or called after it, return an error
+	// wrapping os.ErrClosed: they never touch a descriptor number that may name another
+	// file by then.
 	Close() error
 }
 

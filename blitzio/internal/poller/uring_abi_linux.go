@@ -205,7 +205,37 @@ type uringBuf struct {
 // them: Go's heap is non-moving, and a local whose address is converted in the call
 // expression is kept alive and in place until the call returns.
 
+// Fault injection for tests: when set, these replace the system calls below (a hook
+// may call the real one, uringSetupSys, uringEnterSys or uringRegisterSys, and alter its
+// arguments or result). Set only by tests, never while a Poller is in use elsewhere.
+var (
+	uringTestSetup    func(entries uint32, p *uringParams) (int, unix.Errno)
+	uringTestEnter    func(fd int, toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSize uintptr) (int, unix.Errno)
+	uringTestRegister func(fd int, opcode uint32, arg unsafe.Pointer, nrArgs uint32) unix.Errno
+)
+
 func uringSetup(entries uint32, p *uringParams) (int, unix.Errno) {
+	if uringTestSetup != nil {
+		return uringTestSetup(entries, p)
+	}
+	return uringSetupSys(entries, p)
+}
+
+func uringEnter(fd int, toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSize uintptr) (int, unix.Errno) {
+	if uringTestEnter != nil {
+		return uringTestEnter(fd, toSubmit, minComplete, flags, arg, argSize)
+	}
+	return uringEnterSys(fd, toSubmit, minComplete, flags, arg, argSize)
+}
+
+func uringRegister(fd int, opcode uint32, arg unsafe.Pointer, nrArgs uint32) unix.Errno {
+	if uringTestRegister != nil {
+		return uringTestRegister(fd, opcode, arg, nrArgs)
+	}
+	return uringRegisterSys(fd, opcode, arg, nrArgs)
+}
+
+func uringSetupSys(entries uint32, p *uringParams) (int, unix.Errno) {
 	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(p)), 0)
 	if errno != 0 {
 		return -1, errno
@@ -213,7 +243,7 @@ func uringSetup(entries uint32, p *uringParams) (int, unix.Errno) {
 	return int(fd), 0
 }
 
-func uringEnter(fd int, toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSize uintptr) (int, unix.Errno) {
+func uringEnterSys(fd int, toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSize uintptr) (int, unix.Errno) {
 	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(fd), uintptr(toSubmit),
 		uintptr(minComplete), uintptr(flags), uintptr(arg), argSize)
 	if errno != 0 {
@@ -222,7 +252,7 @@ func uringEnter(fd int, toSubmit, minComplete, flags uint32, arg unsafe.Pointer,
 	return int(n), 0
 }
 
-func uringRegister(fd int, opcode uint32, arg unsafe.Pointer, nrArgs uint32) unix.Errno {
+func uringRegisterSys(fd int, opcode uint32, arg unsafe.Pointer, nrArgs uint32) unix.Errno {
 	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(fd), uintptr(opcode),
 		uintptr(arg), uintptr(nrArgs), 0, 0)
 	return errno

@@ -38,7 +38,9 @@ type uringBufRing struct {
 }
 
 // newUringBufRing maps and registers a ring of n (a power of two) buffers of size bytes.
-// Its error wraps ErrUnsupported when the kernel has no buffer rings.
+// Its error wraps ErrUnsupported whenever the kernel refuses the registration (EINVAL
+// from a kernel without buffer rings, but also ENOMEM and the like, wrapped with it):
+// NewIOUringConfig then goes on without ProvidedBuffers rather than fail.
 func newUringBufRing(ringFd int, n uint32, size int) (*uringBufRing, error) {
 	b := &uringBufRing{entries: n, mask: n - 1, size: size, held: make([]bool, n)}
 	ringBytes := int(n) * uringSizeofBuf

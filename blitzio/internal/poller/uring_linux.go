@@ -267,7 +267,8 @@ type ioUring struct {
 	// Poll-only state, on the heap so that pointers handed to the kernel stay put.
 	waitArg uringGeteventsArg
 	waitTS  uringTimespec
-	sawWake bool // set by reapLocked when the wake poll fired
+	sawWake bool   // set by reapLocked when the wake poll fired
+	reaped  uint32 // how many CQEs the last reapLocked consumed (reported or not)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -476,7 +477,7 @@ func (r *ioUring) startWake() error {
 	s.mask = unix.POLLIN
 	r.armPollLocked(idx)
 	r.mu.Unlock()
-	if err := r.submit(); err != nil {
+	if _, err := r.submit(); err != nil {
 		return err
 	}
 	tail := atomic.LoadUint32(r.cqTail)
@@ -602,14 +603,18 @@ func (r *ioUring) armPollLocked(idx uint32) {
 }
 
 // submit hands the queued SQEs to the kernel (one io_uring_enter for the batch, more
-// only while a backlog larger than the ring remains).
-func (r *ioUring) submit() error {
+// only while a backlog larger than the ring remains). It reports stranded when the
+// kernel refused entries for now (EAGAIN: no memory for requests; EBUSY: completions
+// waiting for CQ room, on kernels that refuse to submit then): they stay queued, and
+// only a later submission hands them over, after completions have freed what the
+// kernel lacked.
+func (r *ioUring) submit() (stranded bool, err error) {
 	// Hold the ring alive across the system call: a Flush racing Close would
 	// otherwise touch unmapped rings or enter a closed (maybe reused) fd.
 	r.life.RLock()
 	defer r.life.RUnlock()
 	if r.released {
-		return errUringClosed
+		return false, errUringClosed
 	}
 	for {
 		r.mu.Lock()
@@ -617,24 +622,23 @@ func (r *ioUring) submit() error {
 		more := len(r.backlog) > 0
 		r.mu.Unlock()
 		if n == 0 {
-			return nil
+			return false, nil
 		}
 		// Another goroutine may submit the same entries concurrently: the kernel
-		// takes at most what the ring holds, so a too-large count is harmless.
-		_, errno := uringEnter(r.fd, n, 0, 0, nil, 0)
+		// takes at most what the ring holds, so a too-large count is harmless. A
+		// short count (the kernel ran short after taking some, or another goroutine
+		// took some) loops: the next round submits what is left, or learns why not.
+		k, errno := uringEnter(r.fd, n, 0, 0, nil, 0)
 		switch errno {
 		case 0:
+			if k >= int(n) && !more {
+				return false, nil
+			}
 		case unix.EINTR:
-			continue
 		case unix.EAGAIN, unix.EBUSY:
-			// Out of memory for requests, or completions the kernel could not
-			// post yet (older kernels): the next Poll reaps and retries.
-			return nil
+			return true, nil
 		default:
-			return os.NewSyscallError("io_uring_enter", errno)
-		}
-		if !more {
-			return nil
+			return false, os.NewSyscallError("io_uring_enter", errno)
 		}
 	}
 }
@@ -885,7 +889,9 @@ func (r *ioUring) queueCancelLocked(target uint64) {
 	r.pushLocked(&uringSQE{opcode: uringOpAsyncCancel, fd: -1, addr: target, userData: uringUserData(c, r.slots[c].gen)})
 }
 
-// Flush submits the queued operations now.
+// Flush submits the queued operations now. When the kernel refuses them for now
+// (EAGAIN: no memory for requests; EBUSY: no room for completions), they stay queued,
+// Flush returns nil, and the Poll in progress is woken to retry them.
 func (r *ioUring) Flush() error {
 	r.mu.Lock()
 	closed := r.closed
@@ -893,7 +899,16 @@ func (r *ioUring) Flush() error {
 	if closed {
 		return errUringClosed
 	}
-	return r.submit()
+	stranded, err := r.submit()
+	if stranded {
+		// The entries stay in the SQ ring, and the Poll in progress may be asleep
+		// without them (it submitted before they were queued) and with nothing else
+		// to complete: wake it, so that it retries them (waiting for completions
+		// between attempts, see Poll). Returning the error instead would not help the
+		// caller, who can do nothing but try again later too.
+		r.Wake()
+	}
+	return err
 }
 
 // Wake makes the Poll in progress (or the next one) return.
@@ -932,7 +947,16 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
+	// flushed: this Poll asked the kernel to flush its CQ overflow list and has reaped
+	// nothing since. A flush that brings completions may be repeated (the list can hold
+	// many times what the ring does, and the completions it brings may all be silent
+	// ones: the cancellations of a burst of Deregisters); one that brings nothing is
+	// not, and the wait goes to the kernel instead (see below).
 	flushed := false
+	// retry: the kernel refused to take submitted entries for now (EAGAIN, EBUSY):
+	// they are still in the SQ ring, and the next wait is a short one without
+	// submitting, after which they are offered again (see uringSubmitRetry).
+	retry := false
 	for {
 		r.mu.Lock()
 		if r.closed {
@@ -943,6 +967,9 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 		backlog := len(r.backlog) > 0
 		r.sawWake = false
 		n := r.reapLocked(events)
+		if r.reaped > 0 {
+			flushed = false
+		}
 		woke := r.sawWake
 		overflow := atomic.LoadUint32(r.sqFlags)&uringSQCQOverflow != 0
 		r.mu.Unlock()
@@ -952,10 +979,12 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 		if backlog {
 			// More submissions than the SQ ring holds: hand them all over before
 			// waiting, or an operation left in the backlog would never start.
-			if err := r.submit(); err != nil {
+			stranded, err := r.submit()
+			if err != nil {
 				return n, err
 			}
 			toSubmit = 0
+			retry = retry || stranded
 		}
 		if n > 0 || woke || timeout == 0 {
 			var flags uint32
@@ -964,6 +993,7 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 				flushed = true
 			}
 			if toSubmit > 0 || flags != 0 {
+				// A transient failure leaves the entries queued for the next Poll.
 				if _, errno := uringEnter(r.fd, toSubmit, 0, flags, nil, 0); errno != 0 && !uringTransient(errno) {
 					return n, os.NewSyscallError("io_uring_enter", errno)
 				}
@@ -986,19 +1016,34 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 			}
 			return n, nil
 		}
-		if r.np.attached() {
+		// With the overflow flag set, the ring's descriptor stays readable: waiting on
+		// Go's netpoller would return at once, again and again. Flush the list; if a
+		// flush brought nothing, wait in the kernel, which flushes as it waits.
+		if r.np.attached() && !(overflow && flushed) && !retry {
 			// Nothing ready: submit without waiting, then wait on Go's netpoller.
-			if overflow && !flushed {
+			if overflow {
 				// Submit and flush the kernel's overflow list into the ring in one call.
 				flushed = true
-				if _, errno := uringEnter(r.fd, toSubmit, 0, uringEnterGetEvents, nil, 0); errno != 0 && !uringTransient(errno) {
+				_, errno := uringEnter(r.fd, toSubmit, 0, uringEnterGetEvents, nil, 0)
+				if errno != 0 && !uringTransient(errno) {
 					return 0, os.NewSyscallError("io_uring_enter", errno)
 				}
+				retry = errno == unix.EAGAIN || errno == unix.EBUSY
 				continue // reap what the flush brought
 			}
 			if toSubmit > 0 {
-				if _, errno := uringEnter(r.fd, toSubmit, 0, 0, nil, 0); errno != 0 && !uringTransient(errno) {
+				k, errno := uringEnter(r.fd, toSubmit, 0, 0, nil, 0)
+				switch {
+				case errno != 0 && !uringTransient(errno):
 					return 0, os.NewSyscallError("io_uring_enter", errno)
+				case errno != 0:
+					// The entries are still in the SQ ring; parked on the netpoller
+					// until some completion, which may never come, they would not
+					// be offered again: wait briefly in the kernel, then retry.
+					retry = true
+					continue
+				case k < int(toSubmit):
+					continue // submit the rest, or learn why not
 				}
 			}
 			more, err := r.waitNetpoll(deadline)
@@ -1014,9 +1059,10 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 		arg := unsafe.Pointer(nil)
 		argSize := uintptr(0)
 		flags := uint32(uringEnterGetEvents)
+		wait := time.Duration(-1)
 		if timeout > 0 {
-			left := time.Until(deadline)
-			if left <= 0 {
+			wait = time.Until(deadline)
+			if wait <= 0 {
 				if toSubmit > 0 {
 					if _, errno := uringEnter(r.fd, toSubmit, 0, 0, nil, 0); errno != 0 && !uringTransient(errno) {
 						return 0, os.NewSyscallError("io_uring_enter", errno)
@@ -1024,25 +1070,46 @@ func (r *ioUring) Poll(events []Event, timeout time.Duration) (int, error) {
 				}
 				return 0, nil
 			}
-			r.waitTS = uringTimespecOf(left)
+		}
+		sub := toSubmit
+		if retry {
+			// The kernel refused the last submission for want of memory for requests
+			// or of CQ room. Completions free both: wait for one without submitting
+			// (the kernel skips the wait when the submission fails), but not for long,
+			// as none may come, and then offer the entries again.
+			sub = 0
+			if wait < 0 || wait > uringSubmitRetry {
+				wait = uringSubmitRetry
+			}
+			retry = false
+		}
+		if wait >= 0 {
+			r.waitTS = uringTimespecOf(wait)
 			r.waitArg = uringGeteventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.waitTS)))}
 			arg, argSize = unsafe.Pointer(&r.waitArg), uringSizeofGeteventsArg
 			flags |= uringEnterExtArg
 		}
-		_, errno := uringEnter(r.fd, toSubmit, 1, flags, arg, argSize)
+		_, errno := uringEnter(r.fd, sub, 1, flags, arg, argSize)
 		switch errno {
 		case 0, unix.ETIME:
 			// Reap at the top of the loop; an ETIME with nothing to reap ends the
-			// loop at the deadline check.
+			// loop at the deadline check. After a short count (the kernel took only
+			// part of the entries, and then does not wait) the loop submits the rest.
 		case unix.EINTR:
 			return 0, nil
+		case unix.EAGAIN, unix.EBUSY:
+			retry = true
 		default:
-			if !uringTransient(errno) {
-				return 0, os.NewSyscallError("io_uring_enter", errno)
-			}
+			return 0, os.NewSyscallError("io_uring_enter", errno)
 		}
 	}
 }
+
+// uringSubmitRetry bounds the wait that follows a submission the kernel refused for
+// now (EAGAIN, EBUSY): the entries stay in the SQ ring, and the wait ends early to offer
+// them again, since the completions that would free what the kernel lacked may never
+// come (the refused entries may be the only work there is).
+var uringSubmitRetry = time.Millisecond
 
 // uringTransient reports the io_uring_enter errors that reaping and retrying cure:
 // EAGAIN (no memory for requests right now), EBUSY (completions waiting for room in the
@@ -1068,6 +1135,7 @@ func (r *ioUring) drainWake() {
 func (r *ioUring) reapLocked(events []Event) int {
 	n := 0
 	head := atomic.LoadUint32(r.cqHead)
+	start := head
 	tail := atomic.LoadUint32(r.cqTail) // the kernel wrote the CQEs before the tail
 	for head != tail && n < len(events) {
 		cqe := r.cqes[head&r.cqMask]
@@ -1077,6 +1145,7 @@ func (r *ioUring) reapLocked(events []Event) int {
 		}
 	}
 	// Hand the entries back to the kernel only after they have been copied out.
+	r.reaped = head - start
 	atomic.StoreUint32(r.cqHead, head)
 	return n
 }
@@ -1235,6 +1304,7 @@ func (r *ioUring) close() error {
 
 	deadline := time.Now().Add(uringCloseWait)
 	scratch := make([]Event, 64)
+	refused := false
 	for {
 		r.mu.Lock()
 		toSubmit := r.drainBacklogLocked()
@@ -1244,9 +1314,16 @@ func (r *ioUring) close() error {
 		if left == 0 || time.Now().After(deadline) {
 			break
 		}
+		if refused {
+			// The kernel refused the last submission (EAGAIN, EBUSY) and, as it
+			// does then, did not wait: wait for completions without submitting,
+			// or this loop would spin until the deadline.
+			toSubmit = 0
+		}
 		r.waitTS = uringTimespecOf(50 * time.Millisecond)
 		r.waitArg = uringGeteventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.waitTS)))}
-		uringEnter(r.fd, toSubmit, 1, uringEnterGetEvents|uringEnterExtArg, unsafe.Pointer(&r.waitArg), uringSizeofGeteventsArg)
+		_, errno := uringEnter(r.fd, toSubmit, 1, uringEnterGetEvents|uringEnterExtArg, unsafe.Pointer(&r.waitArg), uringSizeofGeteventsArg)
+		refused = toSubmit > 0 && (errno == unix.EAGAIN || errno == unix.EBUSY)
 	}
 
 	r.wakeMu.Lock()
@@ -1315,7 +1392,7 @@ func (r *ioUring) release() error {
 	}
 	r.sqes, r.cqes = nil, nil
 	if r.fd >= 0 {
-		keep(os.NewSyscallError("close", unix.Close(r.fd)))
+		keep(os.NewSyscallError("close", r.np.closeUnattached(r.fd)))
 		r.fd = -1
 	}
 	r.wakeMu.Lock()
