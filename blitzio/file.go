@@ -52,6 +52,15 @@ type File struct {
 
 // NewFile returns a File for an *os.File the caller opened: a pipe or a terminal, say.
 // The File owns f from then on.
+//
+// A pipe, terminal or socket whose descriptor is in Go's poller (os.Pipe, os.OpenFile of
+// a terminal, a socket made non-blocking) waits on the blocking pool without a system
+// call in progress, and Close makes such a read end. One in blocking mode (os.Stdin of a
+// terminal, os.NewFile of a blocking descriptor, any *os.File whose Fd method was
+// called) is read by a read(2) that nothing interrupts, as with os.File: Close returns
+// at once, but the read, and the pool goroutine it holds, end only when input comes,
+// and the runtime's Close and Shutdown wait for that goroutine (give Shutdown a
+// deadline). Tokio's stdin has the same limit.
 func NewFile(f *os.File) *File {
 	if f == nil {
 		panic("blitzio: NewFile with a nil *os.File")
@@ -59,7 +68,8 @@ func NewFile(f *os.File) *File {
 	return &File{b: newBlockingIO(f), name: f.Name()}
 }
 
-// Name returns the name the file was opened with.
+// Name returns the name the file was opened with (the *os.File's, for NewFile). Like
+// os.File's, it panics on a nil *File.
 func (f *File) Name() string { return f.name }
 
 // OSFile returns the underlying *os.File, for calls this type lacks (nil for a nil f).
@@ -389,7 +399,8 @@ func (f *File) SetPermissions(mode fs.FileMode) Future[Result[struct{}]] {
 // Close does not wait for a stream read in flight, which may be waiting for data that
 // never comes (a pipe whose writer stays open): as os.File.Close does to a blocked
 // Read, it makes that read end, with an *fs.PathError wrapping fs.ErrClosed (or with
-// the bytes, if the read got them first), and wakes the task waiting on it.
+// the bytes, if the read got them first), and wakes the task waiting on it (a read of a
+// descriptor in blocking mode ends only when data comes: see NewFile).
 //
 // On Linux, a file that OpenFile opened on the worker for reading only (a regular file
 // of a local file system, see OpenFile) is closed on the worker too, unless it has been
@@ -795,7 +806,8 @@ func (o OpenOptions) Open(name string) Future[Result[*File]] {
 // open rather than making it wait. Anything else (a path not in the caches, a network or
 // FUSE file system, creating or truncating) runs os.OpenFile on the blocking pool. The
 // environment variable BLITZIO_FILEIO=pool or ring, read at each call, skips the
-// worker's attempt.
+// worker's attempt. Dropped while its open runs on the pool (a Timeout that expired), the
+// future lets the open finish and closes the file it opened.
 func OpenFile(name string, flag int, perm fs.FileMode) Future[Result[*File]] {
 	return &openFuture{name: name, flag: flag, perm: perm}
 }
@@ -859,6 +871,27 @@ func (o *openFuture) Poll(cx *Context) (Result[*File], bool) {
 		o.done, o.res, o.pool = true, res, nil
 	}
 	return res, ok
+}
+
+// Drop implements Dropper. An open already handed to the blocking pool cannot be taken
+// back and goes on; the File it makes will never reach anyone, so its descriptor is
+// closed as soon as the open is done (a goroutine waits for it), rather than left to a
+// garbage collection that may not come before the process runs out of descriptors (a
+// server timing out slow opens, say). An open that fails or is cancelled with its
+// runtime leaves nothing to close.
+func (o *openFuture) Drop() {
+	p := o.pool
+	if o.done || p == nil || !p.start {
+		return
+	}
+	o.done, o.pool = true, nil
+	o.res = Result[*File]{Err: ErrCancelled}
+	h := p.h
+	go func() {
+		if r, err := h.Wait(); err == nil && r.Err == nil && r.Value != nil {
+			r.Value.b.f.Close()
+		}
+	}()
 }
 
 // Open returns a future that opens name for reading, like os.Open.

@@ -47,8 +47,9 @@ func noWaitOpenUsable() bool {
 // readFileNoWait reads a whole regular file on the calling worker when that cannot
 // block: the file is on a local file system (localFS: a network or FUSE file system's
 // open is a round trip to a server), the path is resolved from the kernel's caches
-// only (openat2 RESOLVE_CACHED), its type and size come from statx without syncing with
-// a remote server (AT_STATX_DONT_SYNC), and every read is served from the page cache
+// only (openat2 RESOLVE_CACHED), its type comes from statx without syncing with a
+// remote server (AT_STATX_DONT_SYNC) and its size from the descriptor opened (fstat of
+// a local file), and every read is served from the page cache
 // (preadv2 RWF_NOWAIT). It reports ok = false when any of these would have to wait (or
 // the file is not a regular file: a FIFO's open waits for a writer, and os.ReadFile
 // must see that); the caller then does the whole read on the blocking pool. A missing
@@ -57,19 +58,27 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 	if !noWaitOpenUsable() {
 		return nil, false, nil
 	}
-	// (Were the name replaced by a FIFO after openCachedRegular's type check, the reads
-	// below fail with ESPIPE and the pool does the work.)
 	var stx unix.Statx_t
-	fd, err := openCachedRegular(name, 0, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, unix.STATX_SIZE, &stx)
+	fd, err := openCachedRegular(name, 0, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0, &stx)
 	if fd < 0 {
 		return nil, err != nil, err
 	}
 	defer unix.Close(fd)
+	// The type and size are the opened file's, not those statx saw through the O_PATH
+	// descriptor: the name may have been replaced in between (a rename over it, the
+	// way files are updated atomically). A size from the file the name held before
+	// would end a larger new file early at the short read below that reaches it (the
+	// first page of the new file, say, when only that page is in the page cache): a
+	// torn read of neither file. A FIFO put there in between goes to the pool.
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, false, nil
+	}
 	// As os.ReadFile: room for the size and one byte more, so that the end of the file
 	// shows as a read of 0 without growing the buffer.
-	sizeSeen := int64(stx.Size)
-	size := int(stx.Size)
-	if int64(size) != int64(stx.Size) || size < 0 {
+	sizeSeen := st.Size
+	size := int(st.Size)
+	if int64(size) != st.Size || size < 0 {
 		return nil, false, nil
 	}
 	size++
@@ -146,8 +155,15 @@ func openCachedRegular(name string, pathFlags, flags, mask int, stx *unix.Statx_
 	if serr != nil || stx.Mode&unix.S_IFMT != unix.S_IFREG || !localFS(pathFD, stx) {
 		return -1, nil
 	}
+	if h := openRegularHook.Load(); h != nil {
+		(*h)(name)
+	}
 	return openCached(name, flags)
 }
+
+// openRegularHook, set by tests only, runs in openCachedRegular between the look at the
+// name's type and the open: the window in which the name may be replaced.
+var openRegularHook atomic.Pointer[func(name string)]
 
 // unixFadviseDontNeed drops fd's clean pages from the page cache (tests use it to make
 // reads miss).

@@ -1,10 +1,12 @@
 package blitzio
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // blockingFuture runs a call on the blocking pool at its first poll and returns its
@@ -130,8 +132,13 @@ func WriteFile(name string, data []byte, perm fs.FileMode) Future[Result[struct{
 	return blockingCall(func() (struct{}, error) { return struct{}{}, os.WriteFile(name, data, perm) })
 }
 
-// CopyFile returns a future that copies the content of src to dst (created with src's
-// permissions, or truncated), like Rust's fs::copy; it returns the byte count.
+// CopyFile returns a future that copies the content of src to dst, like Rust's fs::copy;
+// it returns the byte count. A new dst is created with src's permission bits (less the
+// umask); an existing one is truncated and keeps its own. As fs::copy does, CopyFile
+// refuses a src that is not a regular file (a directory, a device, a FIFO once it has
+// opened), before dst is touched, with an *fs.PathError matching fs.ErrInvalid; so it
+// does for a dst that is src itself (the same name, a hard or symbolic link to it),
+// which the truncation would otherwise empty before a byte was read.
 func CopyFile(src, dst string) Future[Result[int64]] {
 	return blockingCall(func() (int64, error) {
 		in, err := os.Open(src)
@@ -143,8 +150,27 @@ func CopyFile(src, dst string) Future[Result[int64]] {
 		if err != nil {
 			return 0, err
 		}
-		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, st.Mode().Perm())
+		if !st.Mode().IsRegular() {
+			// Checked before dst is opened: a failed copy must not have truncated it.
+			return 0, &fs.PathError{Op: "copy", Path: src, Err: errCopy("the source is not a regular file")}
+		}
+		// Not O_TRUNC: whether dst is src must be known before anything is cut.
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE, st.Mode().Perm())
 		if err != nil {
+			return 0, err
+		}
+		ost, err := out.Stat()
+		switch {
+		case err != nil:
+		case os.SameFile(st, ost):
+			err = &fs.PathError{Op: "copy", Path: dst, Err: errCopy("the destination is the source")}
+		case ost.Mode().IsRegular() && ost.Size() > 0:
+			// What O_TRUNC would have done (it does nothing to a device or a FIFO,
+			// where Truncate would fail).
+			err = out.Truncate(0)
+		}
+		if err != nil {
+			out.Close()
 			return 0, err
 		}
 		n, err := io.Copy(out, in)
@@ -154,6 +180,14 @@ func CopyFile(src, dst string) Future[Result[int64]] {
 		return n, err
 	})
 }
+
+// errCopy is why CopyFile refused a copy; it matches fs.ErrInvalid, as Rust's InvalidInput.
+type errCopy string
+
+func (e errCopy) Error() string { return "blitzio: CopyFile: " + string(e) }
+
+// Is makes errors.Is(err, fs.ErrInvalid) true.
+func (e errCopy) Is(target error) bool { return target == fs.ErrInvalid }
 
 // Rename returns a future that renames (moves) a file, like os.Rename.
 func Rename(oldpath, newpath string) Future[Result[struct{}]] {
@@ -215,15 +249,43 @@ func Readlink(name string) Future[Result[string]] {
 }
 
 // Canonicalize returns a future of the absolute path of name with every symbolic link
-// resolved, like Rust's fs::canonicalize (filepath.Abs then filepath.EvalSymlinks). The
-// path must exist.
+// resolved, like Rust's fs::canonicalize (realpath(3)): the path names the file the OS
+// opens for name. The path must exist. A ".." after a symbolic link climbs from the
+// link's target, as the OS does (a relative name is taken from the working directory
+// without cleaning it first: filepath.Abs would remove "link/.." lexically), and a
+// trailing slash or "." after a file fails with ENOTDIR. Errors are *fs.PathError
+// (the empty name: fs.ErrNotExist, as os.Stat reports it).
 func Canonicalize(name string) Future[Result[string]] {
 	return blockingCall(func() (string, error) {
-		abs, err := filepath.Abs(name)
+		if name == "" {
+			return "", &fs.PathError{Op: "canonicalize", Path: name, Err: syscall.ENOENT}
+		}
+		abs := name
+		switch {
+		case filepath.IsAbs(name):
+		case filepath.VolumeName(name) != "" || os.IsPathSeparator(name[0]):
+			// Windows' drive-relative and rooted names: Abs knows them.
+			var err error
+			if abs, err = filepath.Abs(name); err != nil {
+				return "", err
+			}
+		default:
+			wd, err := os.Getwd()
+			if err != nil {
+				return "", err
+			}
+			abs = wd + string(filepath.Separator) + name // not Join: it cleans
+		}
+		real, err := filepath.EvalSymlinks(abs)
 		if err != nil {
+			var pe *fs.PathError
+			if !errors.As(err, &pe) {
+				// EvalSymlinks' own errors (ENOTDIR, too many links) are bare.
+				err = &fs.PathError{Op: "canonicalize", Path: name, Err: err}
+			}
 			return "", err
 		}
-		return filepath.EvalSymlinks(abs)
+		return real, nil
 	})
 }
 

@@ -64,22 +64,25 @@ func (k SignalKind) Signal() os.Signal {
 // Supported reports whether the platform has k.
 func (k SignalKind) Supported() bool { return k.Signal() != nil }
 
+// itoa is strconv.Itoa, without importing strconv for one error message.
 func itoa(n int) string {
 	if n == 0 {
 		return "0"
 	}
 	var b [20]byte
 	i := len(b)
-	neg := n < 0
-	if neg {
-		n = -n
+	// The magnitude as a uint: -n overflows for math.MinInt, whose magnitude only an
+	// unsigned word holds (two's complement negation gives it).
+	u := uint(n)
+	if n < 0 {
+		u = -u
 	}
-	for n > 0 {
+	for u > 0 {
 		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
+		b[i] = byte('0' + u%10)
+		u /= 10
 	}
-	if neg {
+	if n < 0 {
 		i--
 		b[i] = '-'
 	}
