@@ -320,6 +320,7 @@ func TestHostile11ScopeMisuse(t *testing.T) {
 			f    func()
 		}{
 			{"ScopeContext: nil context.Context", func() {
+				//lint:ignore SA1012 a nil context is the misuse under test
 				ScopeContext(nil, tk, func(*Spawner) {})
 			}},
 			{"ScopeContext: nil *Task", func() { ScopeContext(context.Background(), nil, func(*Spawner) {}) }},
