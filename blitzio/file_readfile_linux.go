@@ -47,9 +47,8 @@ func noWaitOpenUsable() bool {
 // readFileNoWait reads a whole regular file on the calling worker when that cannot
 // block: the file is on a local file system (localFS: a network or FUSE file system's
 // open is a round trip to a server), the path is resolved from the kernel's caches
-// only (openat2 RESOLVE_CACHED), its type comes from statx without syncing with a
-// remote server (AT_STATX_DONT_SYNC) and its size from the descriptor opened (fstat of
-// a local file), and every read is served from the page cache
+// only (openat2 RESOLVE_CACHED), its type and size come from statx without syncing with
+// a remote server (AT_STATX_DONT_SYNC), and every read is served from the page cache
 // (preadv2 RWF_NOWAIT). It reports ok = false when any of these would have to wait (or
 // the file is not a regular file: a FIFO's open waits for a writer, and os.ReadFile
 // must see that); the caller then does the whole read on the blocking pool. A missing
@@ -59,26 +58,19 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 		return nil, false, nil
 	}
 	var stx unix.Statx_t
-	fd, err := openCachedRegular(name, 0, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0, &stx)
+	fd, err := openCachedRegular(name, 0, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, unix.STATX_SIZE, &stx)
 	if fd < 0 {
 		return nil, err != nil, err
 	}
 	defer unix.Close(fd)
-	// The type and size are the opened file's, not those statx saw through the O_PATH
-	// descriptor: the name may have been replaced in between (a rename over it, the
-	// way files are updated atomically). A size from the file the name held before
-	// would end a larger new file early at the short read below that reaches it (the
-	// first page of the new file, say, when only that page is in the page cache): a
-	// torn read of neither file. A FIFO put there in between goes to the pool.
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, false, nil
-	}
-	// As os.ReadFile: room for the size and one byte more, so that the end of the file
-	// shows as a read of 0 without growing the buffer.
-	sizeSeen := st.Size
-	size := int(st.Size)
-	if int64(size) != st.Size || size < 0 {
+	// The size is the one statx saw through the O_PATH descriptor, a hint only: the
+	// name may have been replaced since (a rename over it, the way files are updated
+	// atomically), so the loop below takes a short read as the end of the file only
+	// where it cannot be anything else (see there). A FIFO put there in between fails
+	// the reads with ESPIPE, and the pool does the work.
+	sizeSeen := int64(stx.Size)
+	size := int(stx.Size)
+	if int64(size) != int64(stx.Size) || size < 0 {
 		return nil, false, nil
 	}
 	size++
@@ -103,17 +95,25 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 			return data, true, nil
 		}
 		data = data[:len(data)+n]
-		if n < want && int64(len(data)) >= sizeSeen && sizeSeen > 0 {
-			// A short read that reaches the size statx reported is the end of the
-			// file: the read of 0 that os.ReadFile makes to see it (a system call in
-			// seven here) would only confirm it. Bytes appended since the statx are
-			// left out, as they would be by a ReadFile that ran a moment earlier; a
-			// size of 0 proves nothing (procfs reports 0 for files with content), so
-			// those files are read until a read of 0.
+		if n < want && int64(len(data)) >= sizeSeen && sizeSeen > 0 && len(data)%pageSize != 0 {
+			// A short read that reaches the size statx reported, and ends inside a
+			// page, is the end of the file: the read of 0 that os.ReadFile makes to
+			// see it (a system call in seven here) would only confirm it. Bytes
+			// appended since the statx are left out, as they would be by a ReadFile
+			// that ran a moment earlier. A short read that ends on a page boundary
+			// proves nothing: RWF_NOWAIT stops at the first page not in the page
+			// cache, and the file open may not be the one statx saw (a larger file
+			// renamed over the name, whose first pages only are cached: ending there
+			// would return a torn mix). A size of 0 proves nothing either (procfs
+			// reports 0 for files with content). Those files are read on, until a read
+			// of 0 or a miss that sends the work to the pool.
 			return data, true, nil
 		}
 	}
 }
+
+// pageSize is the page cache's unit: a read with RWF_NOWAIT stops at a page boundary.
+var pageSize = os.Getpagesize()
 
 // openCached opens name with flags, resolving the path from the kernel's caches only
 // (RESOLVE_CACHED). It returns the descriptor, or -1 and the error os.ReadFile would
