@@ -185,6 +185,10 @@ func (t *CancelToken) Done() <-chan struct{} {
 		nilToken("Done")
 	}
 	if t.cancelled.Load() {
+		// A Cancel may still be walking the tree (t marked, its descendants not yet):
+		// wait for it to end, so that whoever sees this channel closed finds every
+		// descendant cancelled too, as with a channel that existed before the Cancel.
+		t.lock().Unlock()
 		return closedChan
 	}
 	mu := t.lock()
