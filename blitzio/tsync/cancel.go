@@ -226,18 +226,31 @@ func (t *CancelToken) WaitContext(ctx context.Context) error {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
-		return err // nothing to wait for: not refused in a task either (see waitForCtx)
+		// Nothing to wait for: not refused in a task either (see waitForCtx).
+		return t.cancelledOr(err)
 	}
 	refuseInRuntime("CancelToken.WaitContext", "Cancelled")
 	select {
 	case <-t.Done():
 		return nil
 	case <-ctx.Done():
-		if t.IsCancelled() {
-			return nil
-		}
-		return ctx.Err()
+		return t.cancelledOr(ctx.Err())
 	}
+}
+
+// cancelledOr returns nil if t is cancelled, else err. It waits for a Cancel that is
+// walking t's tree to end first: ctx may be the context of an ancestor that this Cancel
+// has marked already (so ctx is done) while t is not marked yet, and the token
+// cancelled by the same call must win over the context, as it does when the Cancel has
+// ended.
+func (t *CancelToken) cancelledOr(err error) error {
+	if !t.IsCancelled() {
+		t.lock().Unlock()
+	}
+	if t.IsCancelled() {
+		return nil
+	}
+	return err
 }
 
 // Cancelled returns a future that is ready when t is cancelled.
