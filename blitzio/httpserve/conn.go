@@ -571,13 +571,19 @@ func (c *conn) parseRequest(n int, hw *hworker) *parseError {
 	p.urlStore = &bd.url
 	bd.pr = p
 	// Size the map for the header lines (the Host line stays out of it); with none
-	// but Host, make allocates no storage until a first insert.
+	// but Host, make allocates no storage until a first insert. The hint is capped as
+	// net/textproto caps its own, so that a head of empty lines allocates no large map
+	// before it is refused. The values get one array, sized as the map is (a value
+	// slice each, a single value the usual case): a request with no header but Host
+	// allocates none.
+	var vals []string
 	if n := strings.Count(head, "\n") - 3; n > 0 {
-		p.header = make(http.Header, n)
+		p.header = make(http.Header, min(n, maxHeaderHint))
+		vals = make([]string, min(n, maxValsHint))
 	} else {
 		p.header = make(http.Header)
 	}
-	if perr := parseHead(head, p, bd.vals[:]); perr != nil {
+	if perr := parseHead(head, p, vals); perr != nil {
 		putParsed(p)
 		return perr
 	}
@@ -1314,13 +1320,18 @@ var errLineTooLong = errors.New("httpserve: chunk header line too long")
 // (a bug net/http tolerates) only gets errors, never another request's data; and an
 // idle connection keeps none of it.
 type reqBundle struct {
-	req  http.Request
-	ctx  reqCtx
-	res  response
-	pr   *parsedRequest // from parsedPool until endRequest
-	url  url.URL
-	vals [8]string
+	req http.Request
+	ctx reqCtx
+	res response
+	pr  *parsedRequest // from parsedPool until endRequest
+	url url.URL
 }
+
+// Bounds of the sizes parseRequest gives the header map and the values' array.
+const (
+	maxHeaderHint = 1000
+	maxValsHint   = 32
+)
 
 // parsedPool holds parsed heads: the server's own record of a request, never seen by a
 // handler, so it can serve one request after another.

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -293,9 +292,13 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 	status := w.status
 	bodyOK := bodyAllowedForStatus(status)
 	staged := (*c.out)[w.stageStart:]
+	var buf [8]hdrField
+	fields := collectFields(buf[:0], h)
+	f := indexFields(fields)
+	connVals, _ := fieldAt(fields, f.conn)
 
 	closeAfter := c.closeAfter || pr.close || c.srv.DisableKeepAlives || c.srv.inShutdown.Load() ||
-		c.mustClose.Load() || headerHasToken(h["Connection"], "close")
+		c.mustClose.Load() || headerHasToken(connVals, "close")
 	if pr.major == 1 && pr.minor == 0 && !pr.wants10KeepAlive {
 		closeAfter = true
 	}
@@ -308,11 +311,11 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 	if hasCL {
 		// The usual case, the map unchanged, is a comparison of the same string (no
 		// formatting, no allocation).
-		if cl := h["Content-Length"]; len(cl) != 1 || cl[0] != w.declaredCLStr {
-			h["Content-Length"] = []string{strconv.FormatInt(w.contentLength, 10)}
+		if cl, _ := fieldAt(fields, f.cl); len(cl) != 1 || cl[0] != w.declaredCLStr {
+			fields, f = setField(h, fields, f.cl, "Content-Length", []string{strconv.FormatInt(w.contentLength, 10)})
 		}
 	} else {
-		delete(h, "Content-Length")
+		f = delField(h, fields, f.cl)
 	}
 	// A Transfer-Encoding the handler set is handled as net/http does: a response
 	// without a body drops it (and stays reusable); a Content-Length wins over any but
@@ -322,7 +325,7 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 	// close ends the body.
 	hasTE := false
 	identity := false
-	if te, ok := h["Transfer-Encoding"]; ok {
+	if te, ok := fieldAt(fields, f.te); ok {
 		hasTE = true
 		first := ""
 		if len(te) > 0 {
@@ -330,19 +333,19 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 		}
 		if hasCL && first != "identity" {
 			c.srv.logf("http: WriteHeader called with both Transfer-Encoding of %q and a Content-Length of %d", first, w.contentLength)
-			delete(h, "Content-Length")
+			f = delField(h, fields, f.cl)
 			w.contentLength, hasCL, w.declaredCL = -1, false, false
 		}
 		switch {
 		case w.isHead || !bodyOK:
-			delete(h, "Transfer-Encoding")
+			f = delField(h, fields, f.te)
 			hasTE = false
 		case hasCL:
-			delete(h, "Transfer-Encoding")
+			f = delField(h, fields, f.te)
 			hasTE = false
 		case first == "identity" || pr.major == 1 && pr.minor == 0:
 			// No chunking (HTTP/1.0 cannot): the close ends the body.
-			delete(h, "Transfer-Encoding")
+			f = delField(h, fields, f.te)
 			hasTE, identity, closeAfter = false, true, true
 		case len(te) == 1 && first == "chunked":
 			w.chunked = true
@@ -378,8 +381,8 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 	}
 
 	ctype := ""
-	if _, ok := h["Content-Type"]; !ok && bodyOK && !hasTE && len(staged)+len(p)+len(s) > 0 {
-		if _, ce := h["Content-Encoding"]; !ce {
+	if f.ct < 0 && bodyOK && !hasTE && len(staged)+len(p)+len(s) > 0 {
+		if f.ce < 0 {
 			// net/http sniffs the first bytes it writes: those held back, or else those
 			// of the write (p or s) too large to be held back.
 			sample := staged
@@ -400,7 +403,7 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 	// Build the head after the held-back body, then rotate it in front of it.
 	start := len(*c.out)
 	out := appendStatusLine(*c.out, status)
-	if _, ok := h["Date"]; !ok {
+	if f.date < 0 {
 		out = append(out, "Date: "...)
 		out = appendDate(out)
 		out = append(out, "\r\n"...)
@@ -418,10 +421,10 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 		out = append(out, ctype...)
 		out = append(out, "\r\n"...)
 	}
-	out = appendHeaderMap(out, h, suppressedHeaders(status))
-	if closeAfter && !headerHasToken(h["Connection"], "close") {
+	out = appendFields(out, fields, suppressedHeaders(status))
+	if closeAfter && !headerHasToken(connVals, "close") {
 		out = append(out, "Connection: close\r\n"...)
-	} else if keepAlive10 && len(h["Connection"]) == 0 {
+	} else if keepAlive10 && len(connVals) == 0 {
 		out = append(out, "Connection: keep-alive\r\n"...)
 	}
 	out = append(out, "\r\n"...)
@@ -626,19 +629,18 @@ func appendStatusLine(b []byte, code int) []byte {
 // appendHeaderMap writes h sorted by key, as net/http does, skipping invalid names and
 // turning line breaks in values into spaces (no header injection).
 func appendHeaderMap(b []byte, h http.Header, skip map[string]bool) []byte {
-	var arr [16]string
-	keys := arr[:0]
-	for k := range h {
-		if !skip[k] {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if !validFieldName(k) {
+	var buf [8]hdrField
+	return appendFields(b, collectFields(buf[:0], h), skip)
+}
+
+// appendFields writes the fields of list in its order, as appendHeaderMap.
+func appendFields(b []byte, list []hdrField, skip map[string]bool) []byte {
+	for _, kv := range list {
+		k := kv.k
+		if skip != nil && skip[k] || !validFieldName(k) {
 			continue
 		}
-		for _, v := range h[k] {
+		for _, v := range kv.v {
 			b = append(b, k...)
 			b = append(b, ": "...)
 			v = trimOWS(v)
@@ -657,6 +659,92 @@ func appendHeaderMap(b []byte, h http.Header, skip map[string]bool) []byte {
 		}
 	}
 	return b
+}
+
+// hdrField is one field of a response's header map: its key and values.
+type hdrField struct {
+	k string
+	v []string
+}
+
+// fieldIndex holds the positions, in a list from collectFields, of the fields the
+// framing decisions look at; -1 for absent. A head is built from that list with one
+// iteration of the header map, where a lookup per decision, then a sort of the keys and
+// a lookup per key, cost several map probes a field (a large part of a small
+// response's cost).
+type fieldIndex struct {
+	conn, cl, te, ct, ce, date int
+}
+
+// collectFields appends h's fields to buf, sorted by key as net/http writes them. With
+// buf on the caller's stack a response of a few fields allocates nothing.
+func collectFields(buf []hdrField, h http.Header) []hdrField {
+	list := buf
+	for k, v := range h {
+		list = append(list, hdrField{k, v})
+	}
+	// Insertion sort: a response has a handful of fields.
+	for i := 1; i < len(list); i++ {
+		for j := i; j > 0 && list[j].k < list[j-1].k; j-- {
+			list[j], list[j-1] = list[j-1], list[j]
+		}
+	}
+	return list
+}
+
+func indexFields(list []hdrField) fieldIndex {
+	x := fieldIndex{-1, -1, -1, -1, -1, -1}
+	for i := range list {
+		switch list[i].k {
+		case "Connection":
+			x.conn = i
+		case "Content-Length":
+			x.cl = i
+		case "Transfer-Encoding":
+			x.te = i
+		case "Content-Type":
+			x.ct = i
+		case "Content-Encoding":
+			x.ce = i
+		case "Date":
+			x.date = i
+		}
+	}
+	return x
+}
+
+// fieldAt returns the values of the field at position i (from a fieldIndex), as a
+// lookup of the map would.
+func fieldAt(list []hdrField, i int) ([]string, bool) {
+	if i < 0 {
+		return nil, false
+	}
+	return list[i].v, true
+}
+
+// setField sets key, whose position is i (-1 for absent), to v in h and in list.
+func setField(h http.Header, list []hdrField, i int, key string, v []string) ([]hdrField, fieldIndex) {
+	h[key] = v
+	if i >= 0 {
+		list[i].v = v
+		return list, indexFields(list)
+	}
+	list = append(list, hdrField{key, v})
+	for j := len(list) - 1; j > 0 && list[j].k < list[j-1].k; j-- {
+		list[j], list[j-1] = list[j-1], list[j]
+	}
+	return list, indexFields(list)
+}
+
+// delField deletes the field at position i (-1: none) from h and from list: its key
+// becomes empty, which appendFields skips as it skips any invalid name, so that the
+// other positions stay as they are.
+func delField(h http.Header, list []hdrField, i int) fieldIndex {
+	if i >= 0 {
+		delete(h, list[i].k)
+		list[i] = hdrField{}
+	}
+	return indexFields(list)
 }
 
 // dateVal is the Date header's value for one second of wall-clock time, valid until the
