@@ -13,7 +13,7 @@ import (
 
 // blitzio's own HTTP server (package httpserve) is the http suite's first row, "ours":
 // one task per connection parsing requests, the handler on a pooled goroutine only while
-// a request is in flight, serving netload's PlaintextHandler (http.ServeMux). Ours runs
+// a request is in flight, serving netload's PlaintextHandler (routed as the fasthttp row). Ours runs
 // on the epoll backend, which httpserve's documentation recommends for socket servers on
 // Linux; the same server on io_uring (BackendAuto's choice there) is a variant row:
 // io_uring's readiness completions are posted to the thread that submitted the poll,
