@@ -146,7 +146,7 @@ func (w *response) writeHeaderLocked(code int) {
 func (w *response) writeInformational(code int) {
 	c := w.c
 	out := (*c.out)[:w.stageStart]
-	out = appendStatusLine(out, code)
+	out = appendStatusLine(out, code, w.pr.major == 1 && w.pr.minor == 0)
 	out = appendHeaderMap(out, w.header, suppressedHeaders(code))
 	out = append(out, "\r\n"...)
 	*c.out = out
@@ -325,6 +325,10 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 	// close ends the body.
 	hasTE := false
 	identity := false
+	// teSet: the handler set a Transfer-Encoding (net/http's hasTE, whose value it does
+	// not revise): no Content-Type is sniffed then, even when the field goes below.
+	te0, _ := fieldAt(fields, f.te)
+	teSet := len(te0) > 0 && te0[0] != ""
 	if te, ok := fieldAt(fields, f.te); ok {
 		hasTE = true
 		first := ""
@@ -353,7 +357,9 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 			closeAfter = true // a coding we do not apply: the close ends the body
 		}
 	}
-	if w.contentLength == -1 && !hasTE && !identity {
+	// A Transfer-Encoding the handler set, even one dropped above (HEAD, a status
+	// without a body), rules out a computed Content-Length, as in net/http.
+	if w.contentLength == -1 && !teSet && !identity {
 		switch {
 		case !bodyOK:
 		case final && (!w.isHead || w.written > 0):
@@ -381,8 +387,9 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 	}
 
 	ctype := ""
-	if f.ct < 0 && bodyOK && !hasTE && len(staged)+len(p)+len(s) > 0 {
-		if f.ce < 0 {
+	if f.ct < 0 && bodyOK && !teSet && len(staged)+len(p)+len(s) > 0 {
+		// As net/http, a Content-Encoding field with an empty value does not count.
+		if ce, _ := fieldAt(fields, f.ce); len(ce) == 0 || ce[0] == "" {
 			// net/http sniffs the first bytes it writes: those held back, or else those
 			// of the write (p or s) too large to be held back.
 			sample := staged
@@ -402,7 +409,7 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 
 	// Build the head after the held-back body, then rotate it in front of it.
 	start := len(*c.out)
-	out := appendStatusLine(*c.out, status)
+	out := appendStatusLine(*c.out, status, pr.major == 1 && pr.minor == 0)
 	if f.date < 0 {
 		out = append(out, "Date: "...)
 		out = appendDate(out)
@@ -421,12 +428,19 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 		out = append(out, ctype...)
 		out = append(out, "\r\n"...)
 	}
-	out = appendFields(out, fields, suppressedHeaders(status))
-	if closeAfter && !headerHasToken(connVals, "close") {
-		out = append(out, "Connection: close\r\n"...)
-	} else if keepAlive10 && len(connVals) == 0 {
-		out = append(out, "Connection: keep-alive\r\n"...)
+	connLine := ""
+	if closeAfter && (c.srv.DisableKeepAlives || !headerHasToken(connVals, "close")) {
+		// As net/http: the handler's Connection field goes (it may say keep-alive or
+		// name an upgrade the close makes moot), and an HTTP/1.1 response says close.
+		delField(h, fields, f.conn)
+		if pr.major > 1 || pr.major == 1 && pr.minor >= 1 {
+			connLine = "Connection: close\r\n"
+		}
+	} else if keepAlive10 && f.conn < 0 {
+		connLine = "Connection: keep-alive\r\n"
 	}
+	out = appendFields(out, fields, suppressedHeaders(status))
+	out = append(out, connLine...)
 	out = append(out, "\r\n"...)
 	headLen := len(out) - start
 	nstaged := len(staged)
@@ -611,19 +625,27 @@ var statusLines = func() (t [600][]byte) {
 	return t
 }()
 
-func appendStatusLine(b []byte, code int) []byte {
+// appendStatusLine appends the status line for code; http10 answers an HTTP/1.0
+// request in its own version, as net/http does.
+func appendStatusLine(b []byte, code int, http10 bool) []byte {
+	start := len(b)
 	if code < len(statusLines) && statusLines[code] != nil {
-		return append(b, statusLines[code]...)
+		b = append(b, statusLines[code]...)
+	} else {
+		b = append(b, "HTTP/1.1 "...)
+		b = strconv.AppendInt(b, int64(code), 10)
+		text := http.StatusText(code)
+		if text == "" {
+			text = "status code " + strconv.Itoa(code)
+		}
+		b = append(b, ' ')
+		b = append(b, text...)
+		b = append(b, "\r\n"...)
 	}
-	b = append(b, "HTTP/1.1 "...)
-	b = strconv.AppendInt(b, int64(code), 10)
-	text := http.StatusText(code)
-	if text == "" {
-		text = "status code " + strconv.Itoa(code)
+	if http10 {
+		b[start+len("HTTP/1.")] = '0'
 	}
-	b = append(b, ' ')
-	b = append(b, text...)
-	return append(b, "\r\n"...)
+	return b
 }
 
 // appendHeaderMap writes h sorted by key, as net/http does, skipping invalid names and
