@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/textproto"
 	"sync"
 	"sync/atomic"
 )
@@ -226,6 +227,7 @@ func (b *body) readChunked(p []byte) (int, error) {
 			// fit in its 4 KB read buffer): bounding each line only would let a client
 			// send trailer lines forever, bytes that no body limit counts.
 			size := 0
+			var tr http.Header
 			for {
 				line, err := c.readLine()
 				if err != nil {
@@ -239,6 +241,23 @@ func (b *body) readChunked(p []byte) (int, error) {
 				}
 				if !validTrailerLine(line) {
 					return 0, errMalformedChunk
+				}
+				k, v, _ := bytes.Cut(line, []byte(":"))
+				key, _ := canonicalKey(string(k))
+				if tr == nil {
+					tr = make(http.Header)
+				}
+				tr[key] = append(tr[key], textproto.TrimString(string(v)))
+			}
+			// As net/http: the fields received replace the request's Trailer values
+			// (declared or not) once the body has reached its end.
+			if tr != nil && b.w != nil && b.w.req != nil {
+				if req := b.w.req; req.Trailer == nil {
+					req.Trailer = tr
+				} else {
+					for k, vv := range tr {
+						req.Trailer[k] = vv
+					}
 				}
 			}
 			b.eof = true
@@ -389,8 +408,8 @@ func (w *response) sendContinue() error {
 	return err
 }
 
-// validTrailerLine checks a trailer line as net/textproto checks a header line (the
-// trailers themselves are dropped); a folded line is refused, as in the head.
+// validTrailerLine checks a trailer line as net/textproto checks a header line; a folded
+// line is refused, as in the head.
 func validTrailerLine(line []byte) bool {
 	if line[0] == ' ' || line[0] == '\t' {
 		return false

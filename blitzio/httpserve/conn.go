@@ -621,6 +621,7 @@ func (c *conn) parseRequest(n int, hw *hworker) *parseError {
 		Host:             p.host,
 		RemoteAddr:       c.remoteAddr,
 		RequestURI:       p.uri,
+		Trailer:          p.trailer,
 	}
 	// The copy lets the compiler keep WithContext's new Request on the stack (it is
 	// inlined): the request lives in the bundle, one allocation for both.
@@ -1339,9 +1340,17 @@ var parsedPool = sync.Pool{New: func() any { return new(parsedRequest) }}
 
 // putParsed clears p (it holds the request's strings) and pools it.
 func putParsed(p *parsedRequest) {
-	*p = parsedRequest{}
+	snap := p.snap
+	clear(snap) // the handler's strings
+	if cap(snap) > maxPooledFields {
+		snap = nil
+	}
+	*p = parsedRequest{snap: snap[:0]}
 	parsedPool.Put(p)
 }
+
+// maxPooledFields bounds the response fields' storage a pooled request record keeps.
+const maxPooledFields = 32
 
 // reqCtx is a request's context: cancelled when the handler returns or the connection
 // closes, or when its parent (BaseContext's or ConnContext's) is. Done's channel is made

@@ -87,11 +87,18 @@
 //   - Server.BaseContext gets the listener as a net.Listener whose Accept fails
 //     (ErrAcceptByServer): the server accepts on it. Server.ConnState is called from
 //     the runtime's worker for StateNew, StateActive and StateClosed.
-//   - Changes to the Header map after WriteHeader and before the first body bytes are
-//     sent may still reach the client (net/http snapshots the map at WriteHeader).
-//   - Request trailers are checked and dropped (Request.Trailer stays nil), and every
-//     trailer line must end in CRLF (net/http also accepts a bare LF there); response
-//     trailers are not supported.
+//   - The head is built from the Header map as WriteHeader (or the first Write) saw
+//     it, as net/http does, but the saved copy shares the value slices: a value changed
+//     in place afterwards (h["X"][0] = v, not h.Set) may still reach the client.
+//   - Every request trailer line must end in CRLF (net/http also accepts a bare LF
+//     there). Trailers otherwise work as in net/http: Request.Trailer holds the declared
+//     names, then the values once the body has been read to its end; a response sends
+//     the fields its Trailer field declares, and those named with http.TrailerPrefix,
+//     after a chunked body.
+//   - A handler's Transfer-Encoding other than chunked or identity is sent as set and
+//     the close of the connection ends the body; net/http adds its own chunked coding
+//     before the handler's, which leaves the handler's coding last, where RFC 9112
+//     section 6.1 requires chunked.
 //   - A handler may read the request body while it writes the response, as if
 //     http.ResponseController.EnableFullDuplex had been called (net/http's HTTP/1
 //     server stops the body once the response starts, unless it has).

@@ -53,6 +53,8 @@ func h12FieldsHandler(w http.ResponseWriter, r *http.Request) {
 	// Not both to an HTTP/1.0 request: net/http then promises "Connection:
 	// keep-alive" for the Content-Length it drops a moment later, and closes the
 	// connection to end the body; this server does not copy that contradiction.
+	// Chunked or identity only: another coding is one of the documented differences
+	// (see the package documentation).
 	if rng.IntN(4) == 0 && !(setCL && r.ProtoMinor == 0) {
 		h.Set("Transfer-Encoding", []string{"chunked", "identity"}[rng.IntN(2)])
 	}

@@ -69,11 +69,18 @@ type parsedRequest struct {
 	urlStore           *url.URL // where the fast path builds url (the request's bundle); nil: a new one
 	header             http.Header
 	host               string
-	contentLength      int64 // -1 with chunked
-	chunked            bool
-	close              bool
-	wants10KeepAlive   bool
-	expectContinue     bool
+	trailer            http.Header // the declared trailer fields (nil values), or nil
+	// The response's trailers (see response.sendHead): on, and the declared names.
+	respTrailerOn bool
+	respTrailer   []string
+	// snap is the response header's fields as WriteHeader saw them; its storage is
+	// kept from request to request (see putParsed).
+	snap             []hdrField
+	contentLength    int64 // -1 with chunked
+	chunked          bool
+	close            bool
+	wants10KeepAlive bool
+	expectContinue   bool
 }
 
 // internedMethods are returned instead of substrings of the request, so a method
@@ -239,6 +246,31 @@ func parseHead(head string, p *parsedRequest, vals []string) *parseError {
 		p.contentLength = n
 	default:
 		p.contentLength = 0
+	}
+
+	// The trailer fields the client declares, as net/http's fixTrailer: only with a
+	// chunked body (else the field stays, unused), taken out of the header, and a
+	// declared Transfer-Encoding, Trailer or Content-Length refuses the request.
+	if vv, ok := h["Trailer"]; ok && p.chunked {
+		delete(h, "Trailer")
+		var tr http.Header
+		for _, v := range vv {
+			for key := range strings.SplitSeq(v, ",") {
+				if key = textproto.TrimString(key); key == "" {
+					continue
+				}
+				key = http.CanonicalHeaderKey(key)
+				switch key {
+				case "Transfer-Encoding", "Trailer", "Content-Length":
+					return errBadRequest
+				}
+				if tr == nil {
+					tr = make(http.Header)
+				}
+				tr[key] = nil
+			}
+		}
+		p.trailer = tr
 	}
 
 	// The server's own checks (net/http's conn.readRequest).

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,6 +122,12 @@ func (w *response) writeHeaderLocked(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
+	// The head is built from the header as it is now (net/http's snapshot at
+	// WriteHeader): a field changed later has no effect, even while the head is still
+	// held back with the first bytes of the body. The list keeps the value slices, so
+	// a Set or Del after this point leaves it as it was; it lives in the request's
+	// pooled record, so taking it allocates nothing in the steady state.
+	w.pr.snap = collectFields(w.pr.snap[:0], w.header)
 	// As net/http, the handler's Content-Length is taken now: a Write past it fails with
 	// http.ErrContentLength (before the head is sent too), and a change to the header
 	// after WriteHeader does not change the framing (net/http's header snapshot).
@@ -287,13 +294,11 @@ func (w *response) writeBody(p []byte, s string) error {
 func (w *response) sendHead(final bool, p []byte, s string) {
 	w.headSent = true
 	c := w.c
-	h := w.header
 	pr := w.pr
 	status := w.status
 	bodyOK := bodyAllowedForStatus(status)
 	staged := (*c.out)[w.stageStart:]
-	var buf [8]hdrField
-	fields := collectFields(buf[:0], h)
+	fields := pr.snap
 	f := indexFields(fields)
 	connVals, _ := fieldAt(fields, f.conn)
 
@@ -312,10 +317,10 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 		// The usual case, the map unchanged, is a comparison of the same string (no
 		// formatting, no allocation).
 		if cl, _ := fieldAt(fields, f.cl); len(cl) != 1 || cl[0] != w.declaredCLStr {
-			fields, f = setField(h, fields, f.cl, "Content-Length", []string{strconv.FormatInt(w.contentLength, 10)})
+			fields, f = setField(fields, f.cl, "Content-Length", []string{strconv.FormatInt(w.contentLength, 10)})
 		}
 	} else {
-		f = delField(h, fields, f.cl)
+		f = delField(fields, f.cl)
 	}
 	// A Transfer-Encoding the handler set is handled as net/http does: a response
 	// without a body drops it (and stays reusable); a Content-Length wins over any but
@@ -337,19 +342,19 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 		}
 		if hasCL && first != "identity" {
 			c.srv.logf("http: WriteHeader called with both Transfer-Encoding of %q and a Content-Length of %d", first, w.contentLength)
-			f = delField(h, fields, f.cl)
+			f = delField(fields, f.cl)
 			w.contentLength, hasCL, w.declaredCL = -1, false, false
 		}
 		switch {
 		case w.isHead || !bodyOK:
-			f = delField(h, fields, f.te)
+			f = delField(fields, f.te)
 			hasTE = false
 		case hasCL:
-			f = delField(h, fields, f.te)
+			f = delField(fields, f.te)
 			hasTE = false
 		case first == "identity" || pr.major == 1 && pr.minor == 0:
 			// No chunking (HTTP/1.0 cannot): the close ends the body.
-			f = delField(h, fields, f.te)
+			f = delField(fields, f.te)
 			hasTE, identity, closeAfter = false, true, true
 		case len(te) == 1 && first == "chunked":
 			w.chunked = true
@@ -357,12 +362,21 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 			closeAfter = true // a coding we do not apply: the close ends the body
 		}
 	}
+	// Trailers, as net/http: fields named in a Trailer field (valid trailer names
+	// only) and fields named with http.TrailerPrefix are sent after a chunked body, so
+	// a body whose length would be computed here is chunked instead.
+	trailers := f.prefixed
+	if tv, _ := fieldAt(fields, f.trailer); len(tv) > 0 {
+		trailers = true
+		pr.respTrailer = declaredTrailers(tv)
+	}
+	pr.respTrailerOn = trailers
 	// A Transfer-Encoding the handler set, even one dropped above (HEAD, a status
 	// without a body), rules out a computed Content-Length, as in net/http.
 	if w.contentLength == -1 && !teSet && !identity {
 		switch {
 		case !bodyOK:
-		case final && (!w.isHead || w.written > 0):
+		case final && (!w.isHead || w.written > 0) && !trailers:
 			w.contentLength = w.written
 			writeCL = true
 		case w.isHead:
@@ -432,7 +446,7 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 	if closeAfter && (c.srv.DisableKeepAlives || !headerHasToken(connVals, "close")) {
 		// As net/http: the handler's Connection field goes (it may say keep-alive or
 		// name an upgrade the close makes moot), and an HTTP/1.1 response says close.
-		delField(h, fields, f.conn)
+		delField(fields, f.conn)
 		if pr.major > 1 || pr.major == 1 && pr.minor >= 1 {
 			connLine = "Connection: close\r\n"
 		}
@@ -474,7 +488,13 @@ func (w *response) finish() {
 	}
 	c := w.c
 	if w.chunked {
-		*c.out = append(*c.out, "0\r\n\r\n"...)
+		if w.pr.respTrailerOn {
+			*c.out = append(*c.out, "0\r\n"...)
+			*c.out = appendHeaderMap(*c.out, w.finalTrailers(), nil)
+			*c.out = append(*c.out, "\r\n"...)
+		} else {
+			*c.out = append(*c.out, "0\r\n\r\n"...)
+		}
 	}
 	if w.contentLength != -1 && w.written != w.contentLength && bodyAllowedForStatus(w.status) && !w.isHead {
 		c.closeAfter = true // the body is shorter than announced: the close tells the client
@@ -683,6 +703,60 @@ func appendFields(b []byte, list []hdrField, skip map[string]bool) []byte {
 	return b
 }
 
+// declaredTrailers returns the trailer names a response's Trailer field declares,
+// canonical, without those a trailer may not carry (net/http's declareTrailer).
+func declaredTrailers(vv []string) []string {
+	var names []string
+	for _, v := range vv {
+		for k := range strings.SplitSeq(v, ",") {
+			if k = textproto.TrimString(k); k == "" {
+				continue
+			}
+			k = http.CanonicalHeaderKey(k)
+			if strings.HasPrefix(k, "If-") || badTrailer[k] {
+				continue
+			}
+			names = append(names, k)
+		}
+	}
+	return names
+}
+
+// badTrailer holds the fields RFC 9110 section 6.5.1 keeps out of trailers (the list
+// of golang.org/x/net/http/httpguts.ValidTrailerHeader, which net/http applies).
+var badTrailer = map[string]bool{
+	"Authorization": true, "Cache-Control": true, "Connection": true, "Content-Encoding": true,
+	"Content-Length": true, "Content-Range": true, "Content-Type": true, "Expect": true,
+	"Host": true, "Keep-Alive": true, "Max-Forwards": true, "Pragma": true,
+	"Proxy-Authenticate": true, "Proxy-Authorization": true, "Proxy-Connection": true,
+	"Range": true, "Realm": true, "Te": true, "Trailer": true, "Transfer-Encoding": true,
+	"Www-Authenticate": true,
+}
+
+// finalTrailers is the trailer section of a chunked response, from the header map as
+// the handler left it (net/http's finalTrailers): the fields named with
+// http.TrailerPrefix, then the values of the declared names.
+func (w *response) finalTrailers() http.Header {
+	var t http.Header
+	for k, vv := range w.header {
+		if kk, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+			if t == nil {
+				t = make(http.Header)
+			}
+			t[kk] = vv
+		}
+	}
+	for _, k := range w.pr.respTrailer {
+		if t == nil {
+			t = make(http.Header)
+		}
+		for _, v := range w.header[k] {
+			t.Add(k, v)
+		}
+	}
+	return t
+}
+
 // hdrField is one field of a response's header map: its key and values.
 type hdrField struct {
 	k string
@@ -695,7 +769,10 @@ type hdrField struct {
 // a lookup per key, cost several map probes a field (a large part of a small
 // response's cost).
 type fieldIndex struct {
-	conn, cl, te, ct, ce, date int
+	conn, cl, te, ct, ce, date, trailer int
+	// prefixed: a field named with http.TrailerPrefix, a trailer announced only at
+	// the end (never part of the head: the colon makes its name invalid there).
+	prefixed bool
 }
 
 // collectFields appends h's fields to buf, sorted by key as net/http writes them. With
@@ -715,9 +792,9 @@ func collectFields(buf []hdrField, h http.Header) []hdrField {
 }
 
 func indexFields(list []hdrField) fieldIndex {
-	x := fieldIndex{-1, -1, -1, -1, -1, -1}
+	x := fieldIndex{-1, -1, -1, -1, -1, -1, -1, false}
 	for i := range list {
-		switch list[i].k {
+		switch k := list[i].k; k {
 		case "Connection":
 			x.conn = i
 		case "Content-Length":
@@ -730,6 +807,12 @@ func indexFields(list []hdrField) fieldIndex {
 			x.ce = i
 		case "Date":
 			x.date = i
+		case "Trailer":
+			x.trailer = i
+		default:
+			if len(k) >= len(http.TrailerPrefix) && k[len(http.TrailerPrefix)-1] == ':' && strings.HasPrefix(k, http.TrailerPrefix) {
+				x.prefixed = true
+			}
 		}
 	}
 	return x
@@ -744,9 +827,9 @@ func fieldAt(list []hdrField, i int) ([]string, bool) {
 	return list[i].v, true
 }
 
-// setField sets key, whose position is i (-1 for absent), to v in h and in list.
-func setField(h http.Header, list []hdrField, i int, key string, v []string) ([]hdrField, fieldIndex) {
-	h[key] = v
+// setField sets key, whose position is i (-1 for absent), to v in list (the head's
+// copy of the fields: the handler's map is left as it is, as net/http leaves it).
+func setField(list []hdrField, i int, key string, v []string) ([]hdrField, fieldIndex) {
 	if i >= 0 {
 		list[i].v = v
 		return list, indexFields(list)
@@ -758,12 +841,11 @@ func setField(h http.Header, list []hdrField, i int, key string, v []string) ([]
 	return list, indexFields(list)
 }
 
-// delField deletes the field at position i (-1: none) from h and from list: its key
-// becomes empty, which appendFields skips as it skips any invalid name, so that the
-// other positions stay as they are.
-func delField(h http.Header, list []hdrField, i int) fieldIndex {
+// delField deletes the field at position i (-1: none) from list: its key becomes
+// empty, which appendFields skips as it skips any invalid name, so that the other
+// positions stay as they are.
+func delField(list []hdrField, i int) fieldIndex {
 	if i >= 0 {
-		delete(h, list[i].k)
 		list[i] = hdrField{}
 	}
 	return indexFields(list)
