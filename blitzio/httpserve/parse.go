@@ -283,13 +283,15 @@ func parseHead(head string, p *parsedRequest, vals []string) *parseError {
 	if hostCount == 1 && !validHostHeader(hostVal) {
 		return errMalformedHost
 	}
-	for k, vv := range h {
-		if !validFieldName(k) {
-			return errBadHeaderName
-		}
-		for _, v := range vv {
-			if !validFieldValue(v) {
-				return errBadHeaderValue
+	if len(h) > 0 { // a request with no header but Host: no map iteration to start
+		for k, vv := range h {
+			if !validFieldName(k) {
+				return errBadHeaderName
+			}
+			for _, v := range vv {
+				if !validFieldValue(v) {
+					return errBadHeaderValue
+				}
 			}
 		}
 	}

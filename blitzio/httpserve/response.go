@@ -131,7 +131,8 @@ func (w *response) writeHeaderLocked(code int) {
 	// As net/http, the handler's Content-Length is taken now: a Write past it fails with
 	// http.ErrContentLength (before the head is sent too), and a change to the header
 	// after WriteHeader does not change the framing (net/http's header snapshot).
-	if cl, ok := w.header["Content-Length"]; ok {
+	if i := indexFields(w.pr.snap).cl; i >= 0 {
+		cl := w.pr.snap[i].v
 		v, err := uint64(0), error(nil)
 		if len(cl) == 1 {
 			v, err = strconv.ParseUint(strings.TrimSpace(cl[0]), 10, 63)
