@@ -70,18 +70,27 @@ func (b *body) Read(p []byte) (int, error) {
 // drops what is left of the body, up to 256 KB, so that the connection can serve the
 // next request (a larger rest, or a client waiting for 100 Continue, gets the
 // connection closed after the response instead); with the body read to its end, the
-// socket is watched while the handler runs. A Close while a Read is in progress on
-// another goroutine does not wait for it, and drops nothing (the server does after
-// the handler).
+// socket is watched while the handler runs. It returns the error of that drain when
+// the body's framing is broken (a malformed chunk or trailer). A Close while a Read
+// is in progress on another goroutine does not wait for it, and drops nothing (the
+// server does after the handler).
 func (b *body) Close() error {
 	if !b.closed.CompareAndSwap(bodyOpen, bodyClosed) {
 		return nil
 	}
+	var err error
 	if b.mu.TryLock() {
-		b.discardLocked()
+		// As net/http's, a drain that fails on the body's framing (a malformed chunk,
+		// a trailer section too long or invalid) is reported: the handler that closes
+		// the body to get at Request.Trailer learns why it is empty. A rest too large
+		// to drain is not an error of the body (net/http's Close returns nil then too).
+		before := b.err
+		if !b.discardLocked() && before == nil && b.err != errNotDrained {
+			err = b.err
+		}
 		b.mu.Unlock()
 	}
-	return nil
+	return err
 }
 
 // close ends the body when its request ends; it never blocks.

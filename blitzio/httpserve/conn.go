@@ -1110,12 +1110,7 @@ func (c *conn) serveRequest(cx *blitzio.Context) (keep bool) {
 	if c.hijacked {
 		return false
 	}
-	w.finish()
-	if b := w.body; b != nil {
-		if !b.discardRest() {
-			c.closeAfter = true
-		}
-	}
+	w.finish() // drains what the handler left of the body first
 	return !c.closeAfter && !c.mustClose.Load()
 }
 

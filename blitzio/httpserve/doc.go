@@ -59,7 +59,8 @@
 //
 // # Behaviour shared with net/http
 //
-// Keep-alive and HTTP/1.0 keep-alive rules, "Connection: close", HEAD, Content-Length
+// Keep-alive and HTTP/1.0 keep-alive rules (an HTTP/1.0 request is answered in
+// HTTP/1.0), "Connection: close", HEAD, Content-Length
 // for a body that fits in 2 KB when the handler returns and chunked encoding otherwise
 // (HTTP/1.0: the close ends the body), Date, Content-Type sniffing, informational 1xx
 // responses, Expect: 100-continue (the 100 is sent when the handler first reads the
@@ -91,14 +92,21 @@
 //     it, as net/http does, but the saved copy shares the value slices: a value changed
 //     in place afterwards (h["X"][0] = v, not h.Set) may still reach the client.
 //   - Every request trailer line must end in CRLF (net/http also accepts a bare LF
-//     there). Trailers otherwise work as in net/http: Request.Trailer holds the declared
-//     names, then the values once the body has been read to its end; a response sends
-//     the fields its Trailer field declares, and those named with http.TrailerPrefix,
-//     after a chunked body.
+//     there), and a folded trailer line fails the body's read, as a folded header line
+//     is refused. Request.Body.Close does not read a body whose client waits for 100
+//     Continue (net/http's does), so its trailers stay unknown. Trailers otherwise work
+//     as in net/http: Request.Trailer holds the declared names, then the values once
+//     the body has been read to its end; a response sends the fields its Trailer field
+//     declares, and those named with http.TrailerPrefix (even after a Flush), after a
+//     chunked body.
 //   - A handler's Transfer-Encoding other than chunked or identity is sent as set and
 //     the close of the connection ends the body; net/http adds its own chunked coding
 //     before the handler's, which leaves the handler's coding last, where RFC 9112
 //     section 6.1 requires chunked.
+//   - Body bytes a handler wrote before Hijack are sent before the connection is handed
+//     over (net/http drops what its buffer still held); a HEAD response whose handler
+//     wrote a body gets that body's length as Content-Length however long it was
+//     (net/http only while the body fits its 2 KB buffer).
 //   - A handler may read the request body while it writes the response, as if
 //     http.ResponseController.EnableFullDuplex had been called (net/http's HTTP/1
 //     server stops the body once the response starts, unless it has).
@@ -110,8 +118,9 @@
 //     client that sends a pipelined request and then closes does not cancel the
 //     request in flight there; this server reads on until its buffer is full, and
 //     cancels it.
-//   - An HTTP/1.0 request is answered with an "HTTP/1.1" status line (RFC 9110 section
-//     2.5); net/http echoes "HTTP/1.0".
+//   - A "close" in any value of the handler's Connection field closes the connection
+//     after the response; net/http looks at the field's first value only, and may keep
+//     a connection whose response said "close".
 //   - HTTP/2 (h2c) is not served.
 //   - The functions given to RegisterOnShutdown run once, when the first Shutdown or
 //     Close begins; net/http runs them on every Shutdown call, and not on Close.

@@ -70,9 +70,8 @@ type parsedRequest struct {
 	header             http.Header
 	host               string
 	trailer            http.Header // the declared trailer fields (nil values), or nil
-	// The response's trailers (see response.sendHead): on, and the declared names.
-	respTrailerOn bool
-	respTrailer   []string
+	// The response's declared trailer names (see response.sendHead).
+	respTrailer []string
 	// snap is the response header's fields as WriteHeader saw them; its storage is
 	// kept from request to request (see putParsed).
 	snap             []hdrField

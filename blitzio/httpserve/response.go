@@ -135,7 +135,7 @@ func (w *response) writeHeaderLocked(code int) {
 		cl := w.pr.snap[i].v
 		v, err := uint64(0), error(nil)
 		if len(cl) == 1 {
-			v, err = strconv.ParseUint(strings.TrimSpace(cl[0]), 10, 63)
+			v, err = strconv.ParseUint(cl[0], 10, 63) // no trimming: net/http refuses " 5 " too
 		} else {
 			err = errors.New("not one value")
 		}
@@ -371,7 +371,6 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 		trailers = true
 		pr.respTrailer = declaredTrailers(tv)
 	}
-	pr.respTrailerOn = trailers
 	// A Transfer-Encoding the handler set, even one dropped above (HEAD, a status
 	// without a body), rules out a computed Content-Length, as in net/http.
 	if w.contentLength == -1 && !teSet && !identity {
@@ -393,7 +392,8 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 		// is small; a large one, or one the client waits to send (100-continue never
 		// answered), means the connection cannot be reused. (Before the handler returns
 		// it may still read the body, as this server lets it read while it writes; then
-		// the check comes after the response, in discardRest.)
+		// the check is finish's drain of the rest, before the head when the head waited
+		// for the handler to return.)
 		closeAfter = true
 	}
 	keepAlive10 := pr.major == 1 && pr.minor == 0 && !closeAfter && pr.wants10KeepAlive
@@ -479,6 +479,16 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 
 // finish completes the response after the handler returned.
 func (w *response) finish() {
+	// What the handler left of the request body is read and dropped before the head
+	// is built, as net/http does when it writes the head: a drain that fails (a
+	// malformed chunk or trailer, a chunked body too large to drain) then puts
+	// "Connection: close" in this response, where draining after the head would close
+	// a connection whose response promised to keep it. (The server's own drain after
+	// finish then finds the body at its end, or fails again at once.) It runs before
+	// the response's lock is taken: a drain may wait for the client's bytes.
+	if b := w.body; b != nil && !b.discardRest() {
+		w.c.closeAfter = true
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.wroteHeader {
@@ -489,13 +499,15 @@ func (w *response) finish() {
 	}
 	c := w.c
 	if w.chunked {
-		if w.pr.respTrailerOn {
-			*c.out = append(*c.out, "0\r\n"...)
-			*c.out = appendHeaderMap(*c.out, w.finalTrailers(), nil)
-			*c.out = append(*c.out, "\r\n"...)
-		} else {
-			*c.out = append(*c.out, "0\r\n\r\n"...)
+		// The trailer section is built from the header map as the handler left it
+		// whenever the body is chunked, as net/http's: a field named with
+		// http.TrailerPrefix after the head was fixed (a Flush, a large body) is sent
+		// too, though the snapshot taken at WriteHeader knew nothing of it.
+		*c.out = append(*c.out, "0\r\n"...)
+		if t := w.finalTrailers(); t != nil {
+			*c.out = appendHeaderMap(*c.out, t, nil)
 		}
+		*c.out = append(*c.out, "\r\n"...)
 	}
 	if w.contentLength != -1 && w.written != w.contentLength && bodyAllowedForStatus(w.status) && !w.isHead {
 		c.closeAfter = true // the body is shorter than announced: the close tells the client
