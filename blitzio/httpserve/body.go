@@ -88,6 +88,16 @@ func (b *body) Close() error {
 		if !b.discardLocked() && before == nil && b.err != errNotDrained {
 			err = b.err
 		}
+		// A chunked body whose read had already failed before Close: net/http's chunked
+		// reader keeps its error (a sticky error) and its Close drains through it, so
+		// the handler gets the same error again from Close. Not after a failed trailer
+		// section (net/http's body counts as closed then, and its Close says nil), nor
+		// the error of a limit (MaxBodyBytes), which is not one of the body's framing.
+		var mbe *http.MaxBytesError
+		if before != nil && b.chunked && b.chunkState != chunkTrailer && before != errNotDrained &&
+			!errors.As(before, &mbe) {
+			err = before
+		}
 		b.mu.Unlock()
 	}
 	return err

@@ -598,10 +598,10 @@ func (c *conn) parseRequest(n int, hw *hworker) *parseError {
 	}
 	bd.ctx.c = c
 	var rb io.ReadCloser = http.NoBody
-	if p.contentLength != 0 {
+	if p.contentLength > 0 || p.chunked {
 		// Apart from the bundle: most requests have no body.
 		rb = &body{c: c, remain: p.contentLength, chunked: p.chunked, limit: c.srv.MaxBodyBytes,
-			continueNeeded: p.expectContinue && p.minor >= 1}
+			continueNeeded: p.expectContinue && (p.major > 1 || p.minor >= 1)}
 	}
 	var te []string
 	if p.chunked {
@@ -648,8 +648,13 @@ func errorResponse(perr *parseError) []byte {
 	switch perr {
 	case errUnsupportedTE:
 		return []byte("HTTP/1.1 501 Not Implemented" + hdrs + "Unsupported transfer encoding")
-	case errExpectationFail:
-		return []byte("HTTP/1.1 417 Expectation Failed\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	case errExpectationFail, errExpectationFail10:
+		// net/http answers it through its response writer: in the request's version,
+		// with a Date.
+		b := appendStatusLine(nil, http.StatusExpectationFailed, perr == errExpectationFail10)
+		b = append(b, "Content-Length: 0\r\nConnection: close\r\nDate: "...)
+		b = appendDate(b)
+		return append(b, "\r\n\r\n"...)
 	}
 	s := perr.Error()
 	return []byte("HTTP/1.1 " + s + hdrs + s)
@@ -715,7 +720,7 @@ func (c *conn) dispatch(cx *blitzio.Context) {
 	} else {
 		c.wdl.Store(0)
 	}
-	if c.bundle.pr.contentLength == 0 {
+	if pr := c.bundle.pr; pr.contentLength <= 0 && !pr.chunked {
 		// No body: the socket is watched from now on (see pollWatch). Its first read
 		// is done here, before the hand-off, so that the task's waker is with the
 		// driver; an end of stream seen now cancels the context as the handler starts.

@@ -121,7 +121,20 @@
 //   - A "close" in any value of the handler's Connection field closes the connection
 //     after the response; net/http looks at the field's first value only, and may keep
 //     a connection whose response said "close".
-//   - HTTP/2 (h2c) is not served.
+//   - HTTP/2 (h2c) is not served. As with net/http, the preface "PRI * HTTP/2.0"
+//     reaches the handler (which may hijack the connection, as x/net/http2/h2c's
+//     does), but with ContentLength 0 where net/http's has -1.
+//   - Whether the connection of an HTTP/1.0 request persists follows Request.Close
+//     (the tokens of every Connection line, split at commas): it does when keep-alive
+//     is named and close is not, as RFC 9112 section 9.3 says. net/http's server looks
+//     for keep-alive among the words of the first Connection line only (split at
+//     spaces too) and, for a response of known length, keeps the connection even when
+//     Request.Close is true ("keep-alive, close", "keep-alive x"), and closes it when
+//     keep-alive is on a later Connection line.
+//   - After a request body whose read failed (a broken chunked framing, the client's
+//     end before the declared length), the response says "Connection: close" and the
+//     connection closes; net/http may read a next request from where the body's read
+//     stopped, bytes it could not frame.
 //   - The functions given to RegisterOnShutdown run once, when the first Shutdown or
 //     Close begins; net/http runs them on every Shutdown call, and not on Close.
 //   - A chunked body over MaxBodyBytes fails the handler's read with *http.MaxBytesError

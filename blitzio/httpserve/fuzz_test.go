@@ -89,7 +89,9 @@ func FuzzParseRequest(f *testing.F) {
 // serverChecks is what net/http's server checks after ReadRequest, with the status it
 // answers.
 func serverChecks(req *http.Request, head []byte) *parseError {
-	if req.ProtoMajor != 1 {
+	// The HTTP/2 preface line reaches the handler (http1ServerSupportsRequest).
+	h2Preface := req.ProtoMajor == 2 && req.ProtoMinor == 0 && req.Method == "PRI" && req.RequestURI == "*"
+	if req.ProtoMajor != 1 && !h2Preface {
 		return errVersion
 	}
 	// ReadRequest drops the Host header; the server looks at it before that, so read
@@ -97,7 +99,9 @@ func serverChecks(req *http.Request, head []byte) *parseError {
 	_, rest, _ := bytes.Cut(head, []byte("\n"))
 	mh, _ := textproto.NewReader(bufio.NewReader(bytes.NewReader(rest))).ReadMIMEHeader()
 	hosts, haveHost := mh["Host"]
-	if req.ProtoAtLeast(1, 1) && (!haveHost || len(hosts) == 0) && req.Method != "CONNECT" {
+	// The bare preface (no field at all: isH2Upgrade) needs no Host.
+	h2Upgrade := h2Preface && len(mh) == 0
+	if req.ProtoAtLeast(1, 1) && (!haveHost || len(hosts) == 0) && req.Method != "CONNECT" && !h2Upgrade {
 		return errMissingHost
 	}
 	if len(hosts) == 1 && !validHostHeader(hosts[0]) {

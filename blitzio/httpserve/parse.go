@@ -34,6 +34,9 @@ var (
 	errBadHeaderValue  = &parseError{code: http.StatusBadRequest, text: "invalid header value"}
 	errBodyTooLarge    = &parseError{code: http.StatusRequestEntityTooLarge}
 	errExpectationFail = &parseError{code: http.StatusExpectationFailed}
+	// errExpectationFail10 is errExpectationFail for an HTTP/1.0 request, answered
+	// in its version.
+	errExpectationFail10 = &parseError{code: http.StatusExpectationFailed}
 )
 
 // headEnd returns the length of the request head at the start of b (request line,
@@ -273,10 +276,25 @@ func parseHead(head string, p *parsedRequest, vals []string) *parseError {
 	}
 
 	// The server's own checks (net/http's conn.readRequest).
-	if p.major != 1 {
+	//
+	// "PRI * HTTP/2.0" is let through, as net/http's http1ServerSupportsRequest does:
+	// that is how the HTTP/2 connection preface reaches a handler, so that one can take
+	// the connection over for cleartext HTTP/2 with prior knowledge (what
+	// x/net/http2/h2c's handler does, by hijacking). The bare preface, with no field at
+	// all, is "the h2 upgrade": no Host is needed and the connection is not reused
+	// after it, unless hijacked.
+	h2Preface := p.major == 2 && p.minor == 0 && p.method == "PRI" && p.uri == "*"
+	if p.major != 1 && !h2Preface {
 		return errVersion
 	}
-	if p.minor >= 1 && hostCount == 0 && p.method != "CONNECT" {
+	h2Upgrade := h2Preface && len(h) == 0 && hostCount == 0
+	if h2Upgrade {
+		// As net/http: no body is declared and none is read (ContentLength -1 with
+		// http.NoBody); the connection is not reused.
+		p.close = true
+		p.contentLength = -1
+	}
+	if (p.major > 1 || p.minor >= 1) && hostCount == 0 && p.method != "CONNECT" && !h2Upgrade {
 		return errMissingHost
 	}
 	if hostCount == 1 && !validHostHeader(hostVal) {
@@ -298,6 +316,9 @@ func parseHead(head string, p *parsedRequest, vals []string) *parseError {
 		// As net/http: 100-continue as a token of the first Expect line ("100-continue,
 		// x-foo" included) is honoured; any other expectation gets 417.
 		if !hasToken(ex[0], "100-continue") {
+			if p.major == 1 && p.minor == 0 {
+				return errExpectationFail10
+			}
 			return errExpectationFail
 		}
 		p.expectContinue = true
