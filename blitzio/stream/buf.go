@@ -29,6 +29,11 @@ var ErrTooLong = errors.New("stream: line or frame too long")
 // line is in the buffer, so a ReadLine abandoned by a timeout or a select leaves the
 // partial line for the next call. The buffer grows to hold the longest line seen, up to
 // the limit set by SetMaxLine.
+//
+// The end of the stream (io.EOF) and read errors are final: once the buffered bytes are
+// read, every later call reports them again without reading the stream, as an
+// AsyncReader's end is final. (bufio.Reader reports an error once and then reads again,
+// so it passes on bytes a reader such as a terminal delivers after an io.EOF.)
 type BufReader struct {
 	r          blitzio.AsyncReader
 	buf        []byte
@@ -81,9 +86,12 @@ func (b *BufReader) PollRead(cx *blitzio.Context, p []byte) (blitzio.Result[int]
 			if !ok {
 				return res, false
 			}
+			// The error is recorded whether or not bytes came with it: an end of stream
+			// is final (sticky) on this path as on the buffered one, or whether the
+			// next call reads the stream again would depend on the caller's len(p).
 			n, err := counted(res, len(p))
+			b.err = err
 			if n > 0 {
-				b.err = err
 				return blitzio.Result[int]{Value: n}, true
 			}
 			return blitzio.Result[int]{Err: err}, true
@@ -261,6 +269,11 @@ func trimEOL(line []byte) []byte {
 // "\r\n", like bufio.Scanner: a last line without a newline is returned as a line, and
 // io.EOF comes after it. A line longer than the limit (SetMaxLine) fails with
 // ErrTooLong. The future is owned by b and reused by the next ReadLine.
+//
+// Unlike bufio.Scanner, a stream that fails with an error other than io.EOF (such as
+// io.ErrUnexpectedEOF or a reset connection) in the middle of a line does not yield
+// that partial line as if it were complete: ReadLine returns the error and leaves the
+// partial line buffered, where Read or ReadUntil can still get it.
 func (b *BufReader) ReadLine() blitzio.Future[blitzio.Result[string]] { return &b.line }
 
 // BufWriter adds a buffer to an AsyncWriter: many small writes become one write to the

@@ -302,6 +302,10 @@ func (f *FrameWriter[T]) Send(frame T) blitzio.Future[blitzio.Result[struct{}]] 
 // LinesCodec frames a stream as lines ending in "\n" (a "\r" before it is dropped when
 // decoding), the framing of text protocols such as SMTP, Redis inline commands or
 // line-delimited JSON. Encode appends "\n".
+//
+// A last line without "\n" is a line only at a clean end of the stream (io.EOF): when
+// the stream fails with another error part-way through a line, a FrameReader returns
+// that error and not the partial line (bufio.Scanner returns the partial line first).
 type LinesCodec struct {
 	// MaxLength is the longest line accepted, without its end of line; 0 means
 	// DefaultMaxLine. A longer line fails with ErrTooLong.
