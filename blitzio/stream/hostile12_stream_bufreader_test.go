@@ -16,8 +16,8 @@ import (
 // in the same chunks (with zero-byte reads and an error at a chosen point), is read
 // through both with the same operations, and every result is compared.
 
-// hostile12ErrCustom is the custom error a scripted source can fail with.
-var hostile12ErrCustom = errors.New("hostile12: custom source error")
+// errHostile12Custom is the custom error a scripted source can fail with.
+var errHostile12Custom = errors.New("hostile12: custom source error")
 
 // hostile12Chunk is one read of a scripted source: data, or a zero-byte read (pending
 // for the AsyncReader, (0, nil) for the io.Reader).
@@ -102,7 +102,7 @@ func (r *hostile12Source) PollRead(cx *blitzio.Context, p []byte) (blitzio.Resul
 var hostile12ReaderSizes = []int{16, 17, 19, 24, 32, 64}
 
 // hostile12Errs are the errors a source can end with.
-var hostile12Errs = []error{io.EOF, io.ErrUnexpectedEOF, hostile12ErrCustom}
+var hostile12Errs = []error{io.EOF, io.ErrUnexpectedEOF, errHostile12Custom}
 
 // hostile12BuildScript decodes a source: cfg[1] picks the error (and whether it comes
 // with the last bytes), cfg[2] cuts data early (the source ends there), cfg[3:] are chunk

@@ -81,7 +81,7 @@ func (s *hostile12Sink) PollWrite(cx *blitzio.Context, p []byte) (blitzio.Result
 
 var hostile12WriterSizes = []int{1, 2, 3, 5, 8, 16, 32}
 
-var hostile12WriteErrs = []error{hostile12ErrCustom, io.ErrShortWrite, io.ErrClosedPipe}
+var hostile12WriteErrs = []error{errHostile12Custom, io.ErrShortWrite, io.ErrClosedPipe}
 
 // hostile12WriterRun runs ops (two bytes each) on a BufWriter and a bufio.Writer. cfg[0]
 // is the size, cfg[1] the failure (bit 0x80 none, low bits the error, 0x40 bytes with
