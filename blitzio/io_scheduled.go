@@ -1,8 +1,10 @@
 package blitzio
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/blitzgo/blitz/blitzio/internal/poller"
 )
@@ -44,6 +46,7 @@ type scheduledIO struct {
 	refs     atomic.Int64
 	fd       int32
 	released atomic.Bool
+	fdClosed atomic.Bool // set when release has closed the fd
 
 	mu sync.Mutex
 	// reader and writer are the first waiter of each direction (zero: none); more holds
@@ -304,6 +307,22 @@ func (s *scheduledIO) release() {
 	}
 	s.drv.deregister(s)
 	closeFD(int(s.fd))
+	s.fdClosed.Store(true)
+}
+
+// waitReleased returns once release has closed the fd, after a close: an operation
+// inside a system call on the socket holds it open until that call returns, and every
+// such call is non-blocking (microseconds), so this waits that long at most. It is what
+// package net's Close does (it waits for the descriptor's last reference), so that the
+// address is free when Close returns.
+func (s *scheduledIO) waitReleased() {
+	for i := 0; !s.fdClosed.Load(); i++ {
+		if i < 64 {
+			runtime.Gosched() // the holder may be waiting for this P
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
 }
 
 // The bits a system call's EAGAIN disproves. That includes the closed bits: a read side

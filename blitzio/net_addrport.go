@@ -36,7 +36,7 @@ func (c *UDPConn) PollRecvFromAddrPort(cx *Context, p []byte) (Result[AddrPortDa
 		return Result[AddrPortDatagram]{}, false
 	}
 	if err != nil {
-		return Result[AddrPortDatagram]{Err: c.fd.opError("read", "recvfrom", err)}, true
+		return Result[AddrPortDatagram]{Err: c.fd.dgramError("read", "recvfrom", nil, err)}, true
 	}
 	return Result[AddrPortDatagram]{Value: AddrPortDatagram{N: n, From: from}}, true
 }
@@ -48,20 +48,20 @@ func (c *UDPConn) PollRecvFromAddrPort(cx *Context, p []byte) (Result[AddrPortDa
 // IPv4-mapped address; an IPv6 one on an IPv4 socket fails with a *net.AddrError.
 func (c *UDPConn) PollSendToAddrPort(cx *Context, p []byte, addr netip.AddrPort) (Result[int], bool) {
 	if c.fd.raddr != nil { // as net.UDPConn.WriteToUDPAddrPort
-		return Result[int]{Err: c.fd.opError("write", "sendmsg", net.ErrWriteToConnected)}, true
+		return Result[int]{Err: c.sendToError(addr, net.ErrWriteToConnected)}, true
 	}
 	if !addr.IsValid() {
-		return Result[int]{Err: c.fd.opError("write", "sendmsg", errMissingAddress)}, true
+		return Result[int]{Err: c.sendToError(addr, errMissingAddress)}, true
 	}
 	ip := addr.Addr()
 	if c.fd.family == unix.AF_INET && !ip.Unmap().Is4() {
-		return Result[int]{Err: c.fd.opError("write", "sendmsg", &net.AddrError{Err: "non-IPv4 address", Addr: ip.String()})}, true
+		return Result[int]{Err: c.sendToError(addr, &net.AddrError{Err: "non-IPv4 address", Addr: ip.String()})}, true
 	}
 	var zone uint32
 	if z := ip.Zone(); z != "" && c.fd.family == unix.AF_INET6 {
 		id, err := zoneIndex(z)
 		if err != nil {
-			return Result[int]{Err: c.fd.opError("write", "sendmsg", err)}, true
+			return Result[int]{Err: c.sendToError(addr, err)}, true
 		}
 		zone = id
 	}
@@ -73,9 +73,21 @@ func (c *UDPConn) PollSendToAddrPort(cx *Context, p []byte, addr netip.AddrPort)
 		return Result[int]{}, false
 	}
 	if err != nil {
-		return Result[int]{Err: c.fd.opError("write", "sendmsg", err)}, true
+		return Result[int]{Err: c.sendToError(addr, err)}, true
 	}
 	return Result[int]{Value: n}, true
+}
+
+// sendToError is the error of a failed PollSendToAddrPort as net.UDPConn's
+// WriteToUDPAddrPort builds it: the system call is sendto (as the one made), Source
+// the local address and Addr the destination (see netFD.dgramError). The destination
+// is converted only here, on the error path, so a send allocates nothing.
+func (c *UDPConn) sendToError(addr netip.AddrPort, err error) error {
+	var dest net.Addr
+	if addr.IsValid() {
+		dest = net.UDPAddrFromAddrPort(addr)
+	}
+	return c.fd.dgramError("write", "sendto", dest, err)
 }
 
 // zoneIndex turns an IPv6 zone (an interface name or number) into its index.

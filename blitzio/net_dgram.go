@@ -27,13 +27,14 @@ func (fd *netFD) pollRecvFrom(cx *Context, w *Waker, p []byte, peek bool) (n int
 	}
 	*w = Waker{}
 	if err != nil {
-		return 0, nil, fd.opError("read", "recvfrom", err), true
+		return 0, nil, fd.dgramError("read", "recvfrom", nil, err), true
 	}
 	return n, from, nil, true
 }
 
-// pollSendTo sends p as one datagram to sa (nil on a connected socket).
-func (fd *netFD) pollSendTo(cx *Context, w *Waker, p []byte, sa unix.Sockaddr) (Result[int], bool) {
+// pollSendTo sends p as one datagram to sa (nil on a connected socket); dest is sa as
+// the address an error names.
+func (fd *netFD) pollSendTo(cx *Context, w *Waker, p []byte, sa unix.Sockaddr, dest net.Addr) (Result[int], bool) {
 	n, err, ready := fd.pollIO(cx, dirWrite, w, func(s int) (int, error) {
 		return unix.SendmsgN(s, p, nil, sa, unix.MSG_NOSIGNAL)
 	})
@@ -42,7 +43,12 @@ func (fd *netFD) pollSendTo(cx *Context, w *Waker, p []byte, sa unix.Sockaddr) (
 	}
 	*w = Waker{}
 	if err != nil {
-		return Result[int]{Err: fd.opError("write", "sendmsg", err)}, true
+		// As package net: sendto with a destination (the error names it), write on a
+		// connected socket.
+		if sa != nil {
+			return Result[int]{Err: fd.dgramError("write", "sendto", dest, err)}, true
+		}
+		return Result[int]{Err: fd.dgramError("write", "write", nil, err)}, true
 	}
 	return Result[int]{Value: n}, true
 }
@@ -75,18 +81,19 @@ func (f *recvFromFuture[A]) Poll(cx *Context) (Result[Datagram[A]], bool) {
 func (f *recvFromFuture[A]) Drop() { f.fd.forget(dirRead, &f.w) }
 
 type sendToFuture struct {
-	fd  *netFD
-	p   []byte
-	sa  unix.Sockaddr
-	err error
-	w   Waker
+	fd   *netFD
+	p    []byte
+	sa   unix.Sockaddr
+	dest net.Addr // sa as an error names it
+	err  error
+	w    Waker
 }
 
 func (f *sendToFuture) Poll(cx *Context) (Result[int], bool) {
 	if f.err != nil {
 		return Result[int]{Err: f.err}, true
 	}
-	return f.fd.pollSendTo(cx, &f.w, f.p, f.sa)
+	return f.fd.pollSendTo(cx, &f.w, f.p, f.sa, f.dest)
 }
 
 func (f *sendToFuture) Drop() { f.fd.forget(dirWrite, &f.w) }

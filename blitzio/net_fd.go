@@ -145,7 +145,9 @@ func (fd *netFD) Close() error {
 		closeFD(int(fd.fd))
 		return nil
 	}
-	s.close() // false when the runtime's shutdown closed it already: fine
+	if s.close() { // false when the runtime's shutdown closed it already: fine
+		s.waitReleased()
+	}
 	return nil
 }
 
@@ -282,7 +284,9 @@ func (fd *netFD) opError(op, sys string, err error) error {
 		err = os.NewSyscallError(sys, errno)
 	}
 	src, addr := fd.localAddr(), fd.raddr
-	if addr == nil { // a listener or an unconnected datagram socket: name the local side
+	if addr == nil && fd.sotype != unix.SOCK_DGRAM {
+		// A listener: net names its address as Addr. (An unconnected datagram socket
+		// keeps Source = local, Addr = nil, as net's ReadFrom errors do.)
 		src, addr = nil, src
 	}
 	return &net.OpError{Op: op, Net: fd.net, Source: src, Addr: addr, Err: err}

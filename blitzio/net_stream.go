@@ -73,7 +73,14 @@ func (fd *netFD) pollWrite(cx *Context, w *Waker, p []byte, bufs [][]byte) (Resu
 	}
 	*w = Waker{}
 	if err != nil {
-		return Result[int]{Value: max(n, 0), Err: fd.opError("write", "sendmsg", err)}, true
+		// Named as package net names them (its Write calls write, its vectored write
+		// writev), whatever call made the send here (sendmsg, for MSG_NOSIGNAL): code
+		// that reads the error's Op or syscall sees what it sees from net.
+		op := "write"
+		if p == nil {
+			op = "writev"
+		}
+		return Result[int]{Value: max(n, 0), Err: fd.opError(op, op, err)}, true
 	}
 	return Result[int]{Value: n}, true
 }

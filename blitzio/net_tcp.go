@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -289,7 +290,7 @@ type TCPStream struct {
 // socket until it finishes: dropped before, it closes it. Bound its time with Timeout:
 // the error is then a net.Error whose Timeout() is true.
 func DialTCP(network string, laddr, raddr *net.TCPAddr) Future[Result[*TCPStream]] {
-	return &dialFuture{network: network, laddr: laddr, addrs: []*net.TCPAddr{raddr}}
+	return &dialFuture{network: network, laddr: laddr, raddr: raddr, addrs: []*net.TCPAddr{raddr}}
 }
 
 // Dial connects to address ("host:port") on network "tcp", "tcp4" or "tcp6". A host
@@ -313,6 +314,7 @@ type dialFuture struct {
 	network string
 	address string
 	laddr   *net.TCPAddr
+	raddr   *net.TCPAddr // DialTCP's address, named by its errors
 	addrs   []*net.TCPAddr
 	port    int
 
@@ -356,13 +358,21 @@ func (s *sharedWaker) wake() {
 
 func (f *dialFuture) fail(err error) (Result[*TCPStream], bool) {
 	f.cleanup()
-	var raddr net.Addr
-	if len(f.addrs) > 0 {
+	// As net.DialTCP: Source is the local address asked for and Addr the address
+	// dialed, even once the attempt has consumed it from f.addrs (an address of the
+	// wrong family, a failed socket call); nil interfaces, never typed nils.
+	var raddr, laddr net.Addr
+	if f.raddr != nil {
+		raddr = f.raddr
+	} else if len(f.addrs) > 0 && f.addrs[0] != nil {
 		raddr = f.addrs[0]
+	}
+	if f.laddr != nil {
+		laddr = f.laddr
 	}
 	var oe *net.OpError
 	if !errors.As(err, &oe) {
-		err = &net.OpError{Op: "dial", Net: f.network, Addr: raddr, Err: err}
+		err = &net.OpError{Op: "dial", Net: f.network, Source: laddr, Addr: raddr, Err: err}
 	}
 	return Result[*TCPStream]{Err: err}, true
 }
@@ -408,6 +418,11 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 			f.ctxWaker.set(cx.Waker())
 		}
 		if err := f.ctx.Err(); err != nil {
+			if f.addrs == nil && f.raddr == nil {
+				// Ended before anything was resolved: net resolves an IP literal
+				// before it looks at the context, so its error names the address.
+				f.raddr = literalTCPAddr(f.network, f.address)
+			}
 			return f.fail(mapContextErr(err))
 		}
 		if f.ctxWaker != nil && f.stopCtx == nil {
@@ -507,6 +522,12 @@ func (f *dialFuture) pollResolve(cx *Context) (Result[*TCPStream], bool) {
 			return Result[*TCPStream]{}, true
 		}
 		if ip, err := netipParse(host); err == nil {
+			if !ipSuitsNetwork(f.network, ip.IP) {
+				// As net's address filter: a literal of the other family is no
+				// address to try, not a failed socket ("tcp6" with "127.0.0.1", or
+				// with an IPv4-mapped "::ffff:127.0.0.1", which net counts as IPv4).
+				return f.fail(&net.AddrError{Err: "no suitable address found", Addr: host})
+			}
 			f.addrs = []*net.TCPAddr{ip}
 			f.addrs[0].Port = port
 			return Result[*TCPStream]{}, true
@@ -557,6 +578,37 @@ func (f *dialFuture) pollResolve(cx *Context) (Result[*TCPStream], bool) {
 	return Result[*TCPStream]{}, true
 }
 
+// literalTCPAddr is address ("host:port") as the address net's resolver makes of it
+// without a lookup (an IP literal and a port number that suit network), or nil.
+func literalTCPAddr(network, address string) *net.TCPAddr {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return nil
+	}
+	a, err := netipParse(host)
+	if err != nil || !ipSuitsNetwork(network, a.IP) {
+		return nil
+	}
+	a.Port = int(p)
+	return a
+}
+
+// ipSuitsNetwork is net's filter of resolved addresses: "tcp4" keeps IPv4 addresses
+// (IPv4-mapped ones included), "tcp6" the IPv6 addresses that are not IPv4-mapped.
+func ipSuitsNetwork(network string, ip net.IP) bool {
+	switch network {
+	case "tcp4":
+		return ip.To4() != nil
+	case "tcp6":
+		return len(ip) == net.IPv6len && ip.To4() == nil
+	}
+	return true
+}
+
 func netipParse(host string) (*net.TCPAddr, error) {
 	ip, zone := host, ""
 	for i := 0; i < len(host); i++ {
@@ -576,7 +628,7 @@ func netipParse(host string) (*net.TCPAddr, error) {
 func (f *dialFuture) start(cx *Context) error {
 	raddr := f.addrs[0]
 	if raddr == nil {
-		return &net.OpError{Op: "dial", Net: f.network, Err: errors.New("missing address")}
+		return errMissingAddress
 	}
 	family, _, err := inetFamily(f.network, raddr.IP)
 	if err != nil {
@@ -599,6 +651,11 @@ func (f *dialFuture) start(cx *Context) error {
 	}
 	fd := newNetFD(s, family, unix.SOCK_STREAM, f.network)
 	fd.raddr = raddr
+	if f.laddr != nil {
+		// A failed bind or connect names the local address asked for as its Source,
+		// as net's does; a connected stream's is the kernel's (see Poll).
+		fd.laddr = f.laddr
+	}
 	unix.SetsockoptInt(s, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	setKeepAliveConfig(s, defaultKeepAlive) // as net.DialTCP
 	if f.laddr != nil {

@@ -3,8 +3,10 @@
 package blitzio
 
 import (
+	"errors"
 	"net"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,7 +38,40 @@ func DialUDP(network string, laddr, raddr *net.UDPAddr) (*UDPConn, error) {
 	return udpSocket("dial", network, laddr, raddr)
 }
 
-var errMissingAddress = &net.AddrError{Err: "missing address"}
+// errMissingAddress is package net's error for a missing address. It is a plain
+// error there (errors.New), so it is here too: an OpError's Unwrap chain reads the
+// same as net's.
+var errMissingAddress = errors.New("missing address")
+
+// dgramError builds the *net.OpError package net gives a datagram socket: Source is the
+// local address, Addr the destination of a send (dest, nil if none) or else the
+// connected peer (nil for an unconnected socket). netFD.opError names an unconnected
+// socket's local address as Addr instead, net's convention for a listener, which on a
+// datagram socket puts the address the wrong way round ("read udp 127.0.0.1:5353"
+// where net prints the local address as the source).
+func (fd *netFD) dgramError(op, sys string, dest net.Addr, err error) error {
+	if err == nil {
+		return nil
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) && !isSyscallError(err) {
+		err = os.NewSyscallError(sys, errno)
+	}
+	addr := fd.raddr
+	if dest != nil {
+		addr = dest
+	}
+	return &net.OpError{Op: op, Net: fd.net, Source: fd.laddr, Addr: addr, Err: err}
+}
+
+// udpDest is addr as the destination an error names: a nil interface for a nil addr,
+// never a typed nil.
+func udpDest(addr *net.UDPAddr) net.Addr {
+	if addr == nil {
+		return nil
+	}
+	return addr
+}
 
 func udpSocket(op, network string, laddr, raddr *net.UDPAddr) (*UDPConn, error) {
 	opErr := func(err error) error {
@@ -102,7 +137,14 @@ func udpSocket(op, network string, laddr, raddr *net.UDPAddr) (*UDPConn, error) 
 		if err := unix.Connect(s, rsa); err != nil {
 			return fail("connect", err)
 		}
+		// RemoteAddr is the peer as the kernel names it, as net's: a 4-byte IP for
+		// an IPv4 peer even when raddr holds net.IPv4's 16-byte form.
 		fd.raddr = raddr
+		if psa, err := unix.Getpeername(s); err == nil {
+			if a := sockaddrToUDP(psa); a != nil {
+				fd.raddr = a
+			}
+		}
 	}
 	if lsa, err := unix.Getsockname(s); err == nil {
 		fd.laddr = sockaddrToUDP(lsa)
@@ -128,7 +170,7 @@ func (c *UDPConn) RemoteAddr() net.Addr { return c.fd.raddr }
 // retry for a moment. epoll frees it before Close returns.
 func (c *UDPConn) Close() error {
 	if err := c.fd.Close(); err != nil {
-		return c.fd.opError("close", "close", err)
+		return c.fd.dgramError("close", "close", nil, err)
 	}
 	return nil
 }
@@ -137,10 +179,10 @@ func (c *UDPConn) sockaddr(addr *net.UDPAddr) (unix.Sockaddr, error) {
 	if c.fd.raddr != nil {
 		// As net.UDPConn.WriteTo: a connected socket sends to its peer only (the
 		// kernel would send to addr).
-		return nil, c.fd.opError("write", "sendmsg", net.ErrWriteToConnected)
+		return nil, c.fd.dgramError("write", "sendto", udpDest(addr), net.ErrWriteToConnected)
 	}
 	if addr == nil {
-		return nil, c.fd.opError("write", "sendmsg", errMissingAddress)
+		return nil, c.fd.dgramError("write", "sendto", nil, errMissingAddress)
 	}
 	family := int(c.fd.family)
 	ip := addr.IP
@@ -149,7 +191,7 @@ func (c *UDPConn) sockaddr(addr *net.UDPAddr) (unix.Sockaddr, error) {
 	}
 	sa, err := ipZoneToSockaddr(family, ip, addr.Port, addr.Zone)
 	if err != nil {
-		return nil, c.fd.opError("write", "sendmsg", err)
+		return nil, c.fd.dgramError("write", "sendto", addr, err)
 	}
 	return sa, nil
 }
@@ -158,7 +200,7 @@ func (c *UDPConn) sockaddr(addr *net.UDPAddr) (unix.Sockaddr, error) {
 // DialUDP it fails with net.ErrWriteToConnected, as net.UDPConn.WriteTo does.
 func (c *UDPConn) SendTo(p []byte, addr *net.UDPAddr) Future[Result[int]] {
 	sa, err := c.sockaddr(addr)
-	return &sendToFuture{fd: c.fd, p: p, sa: sa, err: err}
+	return &sendToFuture{fd: c.fd, p: p, sa: sa, dest: udpDest(addr), err: err}
 }
 
 // Send returns a future that sends p as one datagram to the connected peer.

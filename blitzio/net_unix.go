@@ -47,7 +47,14 @@ func unixSocket(op, network string, sotype int, laddr, raddr *net.UnixAddr) (*ne
 			unix.Close(s)
 			return nil, opErr(os.NewSyscallError("connect", err))
 		}
+		// RemoteAddr is the listener's name as the kernel reports it, as net's: the
+		// name it bound, whatever spelling of the path the caller dialed.
 		fd.raddr = raddr
+		if psa, err := unix.Getpeername(s); err == nil {
+			if a := sockaddrToUnix(psa, network); a.Name != "" {
+				fd.raddr = a
+			}
+		}
 	}
 	if lsa, err := unix.Getsockname(s); err == nil {
 		fd.laddr = sockaddrToUnix(lsa, network)
@@ -273,7 +280,7 @@ func (c *UnixConn) LocalAddr() net.Addr { return c.fd.laddr }
 // io_uring its address may stay bound for a moment after Close: see UDPConn.Close.
 func (c *UnixConn) Close() error {
 	if err := c.fd.Close(); err != nil {
-		return c.fd.opError("close", "close", err)
+		return c.fd.dgramError("close", "close", nil, err) // see netFD.dgramError
 	}
 	return nil
 }
@@ -281,9 +288,13 @@ func (c *UnixConn) Close() error {
 // SendTo returns a future that sends p as one datagram to addr.
 func (c *UnixConn) SendTo(p []byte, addr *net.UnixAddr) Future[Result[int]] {
 	if addr == nil || addr.Name == "" {
-		return &sendToFuture{err: c.fd.opError("write", "sendmsg", errMissingAddress)}
+		var dest net.Addr
+		if addr != nil {
+			dest = addr
+		}
+		return &sendToFuture{err: c.fd.dgramError("write", "sendto", dest, errMissingAddress)}
 	}
-	return &sendToFuture{fd: c.fd, p: p, sa: &unix.SockaddrUnix{Name: addr.Name}}
+	return &sendToFuture{fd: c.fd, p: p, sa: &unix.SockaddrUnix{Name: addr.Name}, dest: addr}
 }
 
 // RecvFrom returns a future of the next datagram and its sender (an unnamed sender has
