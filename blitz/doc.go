@@ -63,7 +63,8 @@
 // program unless Config.PanicHandler is set, as a panic in a goroutine would.
 //
 // Nil pools, Tasks and functions given to the package's functions panic at once with
-// a message naming the argument (the one exception is Fork's Task, see Job.Fork).
+// a message naming the argument (the exceptions: Fork's Task, see Job.Fork, and
+// WithPool(nil), which means the default pool).
 //
 // # When to use blitz, and when goroutines
 //

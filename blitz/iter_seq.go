@@ -1,7 +1,7 @@
 package blitz
 
 import (
-	"errors"
+	"fmt"
 	"iter"
 	"sync"
 	"sync/atomic"
@@ -31,8 +31,10 @@ const (
 )
 
 // errSeqGoexit is the panic of ForEachSeq and MapSeq when f called runtime.Goexit on a
-// pool worker: the batch it was running never finished.
-var errSeqGoexit = errors.New("blitz: ForEachSeq/MapSeq: f called runtime.Goexit on a pool worker; its batch was abandoned")
+// pool worker: the batch it was running never finished. It wraps ErrGoexit, so that the
+// one test the rest of the package documents for a Goexit that reached the caller,
+// errors.Is(err, ErrGoexit), holds for the bridges too.
+var errSeqGoexit = fmt.Errorf("blitz: ForEachSeq/MapSeq: f called runtime.Goexit on a pool worker; its batch was abandoned: %w", ErrGoexit)
 
 // seqBridge hands batches of type B from the caller's goroutine to the pool.
 //
@@ -199,16 +201,33 @@ func (br *seqBridge[B]) close(stop bool) {
 	}
 }
 
-// seqBatchSize resolves the batch size from opts.
+// seqBatchSize resolves the pool and the batch size from opts, and panics with
+// ErrClosed if the pool is closed (see seqOptions).
 func seqBatchSize(opts []Option) (*Pool, int) {
-	c := parResolve(0, 1, opts)
+	p, b := seqOptions(opts)
+	p.checkOpen()
+	return p, b
+}
+
+// seqOptions resolves the pool and the batch size from opts without looking at whether
+// the pool is open: MapSeq only builds a sequence, and it is the loop over it that runs
+// on the pool, so the loop is what panics with ErrClosed (on any sequence, an empty one
+// included, as ForEachSeq does), not the call that builds it.
+func seqOptions(opts []Option) (*Pool, int) {
+	var p *Pool
 	b := seqBatch
 	for _, o := range opts {
+		if o.pool != nil {
+			p = o.pool
+		}
 		if o.grain > 0 {
 			b = o.grain
 		}
 	}
-	return c.pool, b
+	if p == nil {
+		p = Default()
+	}
+	return p, b
 }
 
 // ForEachSeq calls f on every element of seq in parallel and returns when all calls have
@@ -221,7 +240,8 @@ func seqBatchSize(opts []Option) (*Pool, int) {
 // A panic in f stops the iteration of seq (its loop sees a break) and the remaining
 // batches, and re-raises in the caller (as *PanicError with the stack of the goroutine
 // that panicked) once the batches already running have returned. An f that calls
-// runtime.Goexit on a pool worker makes ForEachSeq panic with an error that says so; on
+// runtime.Goexit on a pool worker makes ForEachSeq panic with an error that says so
+// and wraps ErrGoexit (errors.Is(err, ErrGoexit) holds, as for the other functions); on
 // the caller's goroutine Goexit ends that goroutine, as it would in a plain loop, once the
 // batches running on the workers have returned (as Join is left only after its stolen
 // half). A closed pool makes ForEachSeq panic with ErrClosed.
@@ -293,9 +313,10 @@ type seqResult[U any] struct {
 // dropped, the batches already running are waited for (no f runs after the loop is over),
 // and seq is stopped; a panic in f stops the work the same way and re-raises in the loop
 // (as *PanicError). An f that calls runtime.Goexit on a pool worker makes the loop panic
-// with an error that says so; on the goroutine of the loop it ends that goroutine, once
-// the batches running on the workers have returned. A closed pool makes the loop panic
-// with ErrClosed.
+// with an error that says so and wraps ErrGoexit; on the goroutine of the loop it ends
+// that goroutine, once the batches running on the workers have returned. A closed pool
+// makes the loop panic with ErrClosed (MapSeq itself, which only builds the sequence,
+// does not look at the pool).
 func MapSeq[T, U any](seq iter.Seq[T], f func(T) U, opts ...Option) iter.Seq[U] {
 	if seq == nil {
 		parNil("MapSeq", "seq")
@@ -303,8 +324,9 @@ func MapSeq[T, U any](seq iter.Seq[T], f func(T) U, opts ...Option) iter.Seq[U] 
 	if f == nil {
 		parNil("MapSeq", "f")
 	}
-	p, bs := seqBatchSize(opts)
+	p, bs := seqOptions(opts)
 	return func(yield func(U) bool) {
+		p.checkOpen() // a closed pool makes the loop panic, whatever seq holds
 		next, stopSeq := iter.Pull(seq)
 		defer stopSeq()
 		inflight := seqInflightPer * p.NumWorkers()

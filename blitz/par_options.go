@@ -48,14 +48,17 @@ import (
 //	blitz.ForEach(s, f, blitz.WithGrain(1))       // one element per leaf: expensive f
 //
 // Option is a small value type (not a closure), so passing options does not allocate; the
-// variadic slice does not escape. Later options override earlier ones.
+// variadic slice does not escape. Later options override earlier ones (except
+// WithPool(nil), which sets nothing: see WithPool).
 type Option struct {
 	pool  *Pool
 	grain int
 }
 
 // WithPool runs the call on p instead of the default pool (Default). A nil p means the
-// default pool. Once p is closed (see Pool.Close), the call panics with ErrClosed, as
+// default pool in the sense of "no pool chosen": WithPool(nil) is the same as no WithPool
+// at all, so it does not override an earlier WithPool(p) in the same call (to switch back
+// to the default pool explicitly, pass WithPool(Default())). Once p is closed (see Pool.Close), the call panics with ErrClosed, as
 // Pool.Call does, whatever the size of its input: small inputs, which run on the
 // caller's goroutine without entering the pool, included. (An empty input may return
 // at once without looking at the pool.) The default pool cannot be closed.
