@@ -85,6 +85,12 @@ type parsedRequest struct {
 	expectContinue   bool
 }
 
+// hdrField is one field of a response's header map: its key and values.
+type hdrField struct {
+	k string
+	v []string
+}
+
 // internedMethods are returned instead of substrings of the request, so a method
 // string keeps no request head alive.
 var internedMethods = [...]string{"GET", "POST", "PUT", "HEAD", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"}

@@ -770,12 +770,6 @@ func (w *response) finalTrailers() http.Header {
 	return t
 }
 
-// hdrField is one field of a response's header map: its key and values.
-type hdrField struct {
-	k string
-	v []string
-}
-
 // fieldIndex holds the positions, in a list from collectFields, of the fields the
 // framing decisions look at; -1 for absent. A head is built from that list with one
 // iteration of the header map, where a lookup per decision, then a sort of the keys and
