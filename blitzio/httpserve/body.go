@@ -84,18 +84,21 @@ func (b *body) Close() error {
 		// a trailer section too long or invalid) is reported: the handler that closes
 		// the body to get at Request.Trailer learns why it is empty. A rest too large
 		// to drain is not an error of the body (net/http's Close returns nil then too).
-		before := b.err
-		if !b.discardLocked() && before == nil && b.err != errNotDrained {
-			err = b.err
-		}
+		//
 		// A chunked body whose read had already failed before Close: net/http's chunked
 		// reader keeps its error (a sticky error) and its Close drains through it, so
 		// the handler gets the same error again from Close. Not after a failed trailer
 		// section (net/http's body counts as closed then, and its Close says nil), nor
 		// the error of a limit (MaxBodyBytes), which is not one of the body's framing.
+		before := b.err
+		drained := b.discardLocked() // false at once when a read had failed
 		var mbe *http.MaxBytesError
-		if before != nil && b.chunked && b.chunkState != chunkTrailer && before != errNotDrained &&
-			!errors.As(before, &mbe) {
+		switch {
+		case before == nil:
+			if !drained && b.err != errNotDrained {
+				err = b.err
+			}
+		case b.chunked && b.chunkState != chunkTrailer && before != errNotDrained && !errors.As(before, &mbe):
 			err = before
 		}
 		b.mu.Unlock()

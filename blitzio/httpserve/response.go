@@ -333,9 +333,9 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 	identity := false
 	// teSet: the handler set a Transfer-Encoding (net/http's hasTE, whose value it does
 	// not revise): no Content-Type is sniffed then, even when the field goes below.
-	te0, _ := fieldAt(fields, f.te)
-	teSet := len(te0) > 0 && te0[0] != ""
-	if te, ok := fieldAt(fields, f.te); ok {
+	te, ok := fieldAt(fields, f.te)
+	teSet := len(te) > 0 && te[0] != ""
+	if ok {
 		hasTE = true
 		first := ""
 		if len(te) > 0 {
@@ -783,19 +783,25 @@ type fieldIndex struct {
 }
 
 // collectFields appends h's fields to buf, sorted by key as net/http writes them. With
-// buf on the caller's stack a response of a few fields allocates nothing.
+// buf's storage reused (the request record's, or the caller's stack) a response of a
+// few fields allocates nothing.
 func collectFields(buf []hdrField, h http.Header) []hdrField {
 	list := buf
 	for k, v := range h {
 		list = append(list, hdrField{k, v})
 	}
-	// Insertion sort: a response has a handful of fields.
+	sortFields(list)
+	return list
+}
+
+// sortFields sorts list by key with an insertion sort: a response has a handful of
+// fields, and setField adds one to a list already sorted.
+func sortFields(list []hdrField) {
 	for i := 1; i < len(list); i++ {
 		for j := i; j > 0 && list[j].k < list[j-1].k; j-- {
 			list[j], list[j-1] = list[j-1], list[j]
 		}
 	}
-	return list
 }
 
 func indexFields(list []hdrField) fieldIndex {
@@ -842,9 +848,7 @@ func setField(list []hdrField, i int, key string, v []string) ([]hdrField, field
 		return list, indexFields(list)
 	}
 	list = append(list, hdrField{key, v})
-	for j := len(list) - 1; j > 0 && list[j].k < list[j-1].k; j-- {
-		list[j], list[j-1] = list[j-1], list[j]
-	}
+	sortFields(list)
 	return list, indexFields(list)
 }
 
