@@ -14,9 +14,11 @@ import (
 //     and read only by the receiver that saw osSent and set osTaken (a CAS too).
 //   - waker is written only by the receiver while osWaker is clear, and read only by the
 //     sender whose own atomic operation (setting osSent or osTxClosed) returned a state
-//     with osWaker set. To replace its waker the receiver clears osWaker with a CAS from
-//     a state without osSent and osTxClosed: if the sender acted first, the CAS fails
-//     and the receiver takes the result instead, so the two never touch waker at once.
+//     with osWaker set, or by the receiver's Close whose setting of osRxClosed did. To
+//     replace or forget its waker the receiver clears osWaker with a CAS from a state
+//     without osSent, osTxClosed and osRxClosed: if the sender or Close acted first, the
+//     CAS fails and the receiver takes the result instead, so the two never touch waker
+//     at once.
 //     After writing waker the receiver sets osWaker and looks at what that returned: a
 //     sender that acted in between did not see the bit, so the receiver does not sleep.
 const (
@@ -128,6 +130,14 @@ func (s *OneshotSender[T]) IsClosed() bool {
 // closed without sending) and blitzio.Dropper (Drop closes it). Polled again after it
 // was ready, it returns the same result. Close it if you stop waiting, so that the
 // sender can see nobody listens.
+//
+// A oneshot has one waiter at a time, as Tokio's (whose receiver cannot be shared): the
+// receiver remembers the waker of its latest wait only. Do not wait on it from two
+// places at once (Recv in two goroutines, or a Recv while a task awaits it): the later
+// wait replaces the earlier one's wake-up, and the earlier one may then wait forever.
+// To let several goroutines learn that something happened, use a CancelToken, a Notify's
+// NotifyWaiters, or a watch channel. Close may be called from anywhere: it wakes the
+// waiting receive.
 type OneshotReceiver[T any] struct {
 	// c is all the receiver holds: what a ready Poll returned is in c's state (osKept:
 	// the value, left in c.v; or a closed state, which never changes back), so a later
@@ -211,12 +221,18 @@ func (r *OneshotReceiver[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool)
 }
 
 // Drop closes the receiver (blitzio.Dropper): a value not yet received is discarded.
-func (r *OneshotReceiver[T]) Drop() { r.Close() }
+// Unlike Close it wakes nobody: it is called by the receiver's own poller (a Select
+// dropping a loser, an aborted task), which has stopped waiting.
+func (r *OneshotReceiver[T]) Drop() { r.close("OneshotReceiver.Drop", false) }
 
 // Close stops receiving: a later Send fails and gives its value back, and a value
-// already sent but not received is discarded. Closing twice is a no-op.
-func (r *OneshotReceiver[T]) Close() {
-	c := r.chanFor("OneshotReceiver.Close")
+// already sent but not received is discarded. A receive waiting on r (a Recv or
+// RecvContext in another goroutine, a task awaiting r) is woken and returns ErrClosed,
+// as one waiting through a closed Receiver handle does. Closing twice is a no-op.
+func (r *OneshotReceiver[T]) Close() { r.close("OneshotReceiver.Close", true) }
+
+func (r *OneshotReceiver[T]) close(op string, wake bool) {
+	c := r.chanFor(op)
 	prev := c.state.Or(osRxClosed)
 	if prev&(osSent|osTaken|osRxClosed) == osSent {
 		// A value was sent and not received: release it (the sender is done with v,
@@ -225,6 +241,16 @@ func (r *OneshotReceiver[T]) Close() {
 			var zero T
 			c.v = zero
 		}
+	}
+	// Close is the receiver side's counterpart of the sender's wake: the waiting poll
+	// would otherwise sleep until the sender closes, and a Send after this Close fails
+	// without waking it. The waker may be read here for the same reason the sender may
+	// read it (see osWaker): the state this Or returned has osWaker set, so no receive
+	// is writing waker, and every path that clears osWaker to replace or forget the
+	// waker does so by a CAS from a state without osRxClosed, which now fails. If the
+	// sender already sent or closed, it woke the waiter itself.
+	if wake && prev&(osWaker|osSent|osTxClosed|osRxClosed) == osWaker {
+		c.waker.Wake()
 	}
 }
 
@@ -268,8 +294,8 @@ func (o oneshotRecv[T]) Drop() {
 	c := o.r.c
 	for {
 		st := c.state.Load()
-		if st&osWaker == 0 || st&(osSent|osTxClosed) != 0 {
-			return // no waker stored, or the sender may be reading it
+		if st&osWaker == 0 || st&(osSent|osTxClosed|osRxClosed) != 0 {
+			return // no waker stored, or the sender or Close may be reading it
 		}
 		if c.state.CompareAndSwap(st, st&^osWaker) {
 			c.waker = blitzio.Waker{}

@@ -163,6 +163,11 @@ func (s *WatchSender[T]) Close() {
 }
 
 // WatchReceiver observes a watch channel. Close it when done (Go has no destructors).
+// Its methods are safe for concurrent use, but the version it has seen is one per
+// handle: concurrent Changed waits through one handle share it, so a change completes
+// one of them (the first to look marks it seen) and the others wait for the next. Give
+// each waiter its own Subscribe or Clone, as Tokio's receiver (which cannot be shared)
+// requires.
 type WatchReceiver[T any] struct {
 	c      *watch[T]
 	seen   atomic.Uint64 // the version this receiver has seen
