@@ -139,7 +139,8 @@
 // directory, and stdin, stdout and stderr inherited, null or piped as Files; a Child has
 // a Wait future, TryWait, Kill and Signal, and Output and Status collect a run (lazily,
 // as Tokio's async fns do: the command starts at the future's first poll). A child is
-// reaped when it exits even if nobody waits for it.
+// reaped when it exits even if nobody waits for it. A non-zero exit status is a result,
+// not an error (exec returns an *exec.ExitError for it): check ProcessState.Success.
 //
 // ListenSignals delivers signals to tasks by portable SignalKind (SIGUSR1 is 10 on Linux
 // and 30 on macOS; the kinds name the right one), to every listener of a signal, and

@@ -29,8 +29,8 @@ const (
 //	blitzio.Command("grep", "-c", "go").Stdin(blitzio.Piped).Stdout(blitzio.Piped).Spawn()
 //
 // By default the child inherits the environment, the working directory and the three
-// standard streams of the parent (Tokio's default as well). A Cmd may be spawned
-// several times.
+// standard streams of the parent (Tokio's default as well; for exec.Cmd, a nil stream
+// is the null device instead). A Cmd may be spawned several times.
 //
 // Output and Status return lazy futures, as Tokio's Command::output and Command::status
 // are async fns: the command starts at the future's first poll. Each future runs the
@@ -40,8 +40,9 @@ type Cmd struct {
 	name string
 	args []string
 	// env holds the variables given with Env ("key=value", in order; exec keeps the
-	// last value of a key), added at the spawn to the parent's environment of that
-	// moment, or to an empty one after EnvClear.
+	// last value of a key), added at the spawn to the environment exec makes for a nil
+	// Env at that moment (the parent's, with PWD set for Dir), or to an empty one after
+	// EnvClear.
 	env                   []string
 	envClear              bool
 	dir                   string
@@ -49,7 +50,11 @@ type Cmd struct {
 }
 
 // Command returns a Cmd that runs name with args. name is looked up in PATH at Spawn
-// when it has no path separator, as exec.Command does.
+// when it has no path separator, as exec.Command does: in the parent's PATH, not in a
+// PATH given with Env (Rust's std and Tokio search the child's), and not in Dir. A
+// relative path with a separator ("./prog", "bin/prog") is taken relative to Dir when
+// Dir is set, and a name found through a relative PATH entry fails with exec.ErrDot.
+// The start errors are exec's (see Spawn).
 func Command(name string, args ...string) *Cmd {
 	return &Cmd{name: name, args: append([]string(nil), args...)}
 }
@@ -60,7 +65,9 @@ func (c *Cmd) Arg(args ...string) *Cmd { c.args = append(c.args, args...); retur
 // Env sets one environment variable for the child, on top of the environment it
 // inherits: the parent's as it is at the spawn (os.Setenv calls made after Env, or
 // between two spawns of the Cmd, reach the child), unless EnvClear was called. Setting
-// a key again replaces its value.
+// a key again replaces its value. The inherited environment is the one exec.Cmd gives
+// a command whose Env is nil: on Unix, with Dir set, that includes PWD set to the
+// directory (unless Env sets PWD itself).
 func (c *Cmd) Env(key, value string) *Cmd {
 	c.env = append(c.env, key+"="+value)
 	return c
@@ -83,7 +90,12 @@ func (c *Cmd) Stdout(s Stdio) *Cmd { c.stdout = s; return c }
 func (c *Cmd) Stderr(s Stdio) *Cmd { c.stderr = s; return c }
 
 // Child is a running (or finished) child process. Its piped streams are Files (async
-// streams); close Stdin to send the child EOF. A Child that is dropped without Wait is
+// streams); close Stdin to send the child EOF. A File's writes are write-behind, so
+// Stdin's Close (like its Flush) waits until the bytes already written are in the
+// pipe: for a child that has stopped reading, it stays pending until the child reads or
+// exits (Kill it first, or bound the Close with a Timeout; exec's pipe Close would drop
+// the bytes instead). Once the child is gone, writes fail with EPIPE, as exec's do (the
+// parent is not killed by SIGPIPE). A Child that is dropped without Wait is
 // still reaped when it exits: no zombie is left. Only Spawn makes a Child: the methods
 // of the zero Child (or a nil *Child) panic with a message saying so.
 type Child struct {
@@ -142,15 +154,19 @@ func (c *Cmd) start() (*Child, [3]*os.File, error) {
 		}
 	}
 	cmd := exec.Command(c.name, c.args...)
+	cmd.Dir = c.dir
 	if c.envClear || len(c.env) > 0 {
 		// Never nil: a nil Env would make exec inherit everything despite EnvClear.
 		env := make([]string, 0, len(c.env))
 		if !c.envClear {
-			env = os.Environ()
+			// The inherited environment is the one exec makes for a nil Env, which is
+			// more than os.Environ: with Dir set, PWD is set to it on Unix. A list of our
+			// own would be taken as is (exec leaves PWD alone in a non-nil Env), so
+			// adding any variable would hand the child the parent's stale PWD.
+			env = cmd.Environ()
 		}
 		cmd.Env = append(env, c.env...)
 	}
-	cmd.Dir = c.dir
 	var childEnds []*os.File
 	closeAll := func(fs []*os.File) {
 		for _, f := range fs {
@@ -246,8 +262,16 @@ func (ch *Child) check(op string) {
 }
 
 // Wait returns a future of the child's exit status. Several futures may wait for the
-// same child, and dropping one (a Timeout that expires, the losing arm of a select)
-// does not affect the others. Close the child's Stdin first if it reads it to the end.
+// same child, each getting the same *os.ProcessState (exec.Cmd.Wait may be called only
+// once), and dropping one (a Timeout that expires, the losing arm of a select, an
+// aborted task) does not affect the others, nor the child, which runs on. Close the
+// child's Stdin first if it reads it to the end.
+//
+// As with Tokio's Child::wait, and unlike exec.Cmd.Wait, which returns an
+// *exec.ExitError for them, a non-zero exit and a death by a signal are not errors:
+// the Result's Err is nil, and the *os.ProcessState says what happened (Success,
+// ExitCode, which is -1 for a signal, and on Unix Sys().(syscall.WaitStatus)). Its
+// String is the text exec's ExitError would have.
 func (ch *Child) Wait() Future[Result[*os.ProcessState]] {
 	ch.check("Wait")
 	// Each Wait gets a waiter with its own registration on the exit completion, so its
@@ -294,9 +318,11 @@ type Output struct {
 }
 
 // Output returns a future that runs the command with stdin from the null device and
-// stdout and stderr piped, collects both to the end, and waits for the exit. Like
-// exec.Cmd.Output it is not an error for the command to exit with a non-zero status:
-// check Status.Success.
+// stdout and stderr piped, whatever Stdin, Stdout and Stderr say (exec.Cmd.Output
+// keeps a Stdin that was set), collects both to the end, and waits for the exit. Like
+// Tokio's Command::output, and unlike exec.Cmd.Output, which returns an *exec.ExitError,
+// it is not an error for the command to exit with a non-zero status or be killed by a
+// signal (see Child.Wait): check Status.Success.
 //
 // The future is lazy, like the one of Tokio's Command::output: the command starts at its
 // first poll (a start error, such as exec.ErrNotFound, is then its result), and a future
@@ -312,7 +338,7 @@ func (c *Cmd) Output() Future[Result[Output]] {
 }
 
 // Status returns a future that runs the command (streams as configured) and returns its
-// exit status.
+// exit status. A non-zero exit or a death by a signal is not an error (see Child.Wait).
 //
 // The future is lazy, like the one of Tokio's Command::status: the command starts at its
 // first poll (a start error is then its result), and a future dropped before it was
