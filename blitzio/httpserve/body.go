@@ -26,10 +26,13 @@ type body struct {
 	limit          int64 // MaxBodyBytes, 0 for none
 	total          int64
 	continueNeeded bool
-	eof            bool
-	ended          bool          // conn.bodyEnded called
-	closed         atomic.Uint32 // bodyOpen...; set without the lock: a parked Read holds it
-	err            error
+	// reqClose: the request itself ends the connection after its response ("Connection:
+	// close", HTTP/1.0 without keep-alive); fixed when the head is parsed.
+	reqClose bool
+	eof      bool
+	ended    bool          // conn.bodyEnded called
+	closed   atomic.Uint32 // bodyOpen...; set without the lock: a parked Read holds it
+	err      error
 }
 
 // body.closed: reads fail once the handler has closed the body or its request has ended.
@@ -67,13 +70,14 @@ func (b *body) Read(p []byte) (int, error) {
 }
 
 // Close implements io.Closer: reads after it fail. As net/http's, it first reads and
-// drops what is left of the body, up to 256 KB, so that the connection can serve the
-// next request (a larger rest, or a client waiting for 100 Continue, gets the
-// connection closed after the response instead); with the body read to its end, the
-// socket is watched while the handler runs. It returns the error of that drain when
-// the body's framing is broken (a malformed chunk or trailer). A Close while a Read
-// is in progress on another goroutine does not wait for it, and drops nothing (the
-// server does after the handler).
+// drops what is left of the body, less than 256 KB, so that the connection can serve
+// the next request (a rest of 256 KB or more, or a client waiting for 100 Continue,
+// gets the connection closed after the response instead; so does a Content-Length
+// body of a request that closes the connection itself, which is not read at all);
+// with the body read to its end, the socket is watched while the handler runs. It
+// returns the error of that drain when the body's framing is broken (a malformed
+// chunk or trailer). A Close while a Read is in progress on another goroutine does not
+// wait for it, and drops nothing (the server does after the handler).
 func (b *body) Close() error {
 	if !b.closed.CompareAndSwap(bodyOpen, bodyClosed) {
 		return nil
@@ -91,7 +95,15 @@ func (b *body) Close() error {
 		// section (net/http's body counts as closed then, and its Close says nil), nor
 		// the error of a limit (MaxBodyBytes), which is not one of the body's framing.
 		before := b.err
-		drained := b.discardLocked() // false at once when a read had failed
+		var drained bool
+		if b.reqClose && !b.chunked && !b.eof {
+			// Nothing follows this request on the connection: the rest of a
+			// Content-Length body is not worth waiting for (net/http's Close skips it
+			// too, "closing the connection next"). A client that sends its body only
+			// in part, or slowly, would hold the handler here for nothing.
+		} else {
+			drained = b.discardLocked(true) // false at once when a read had failed
+		}
 		var mbe *http.MaxBytesError
 		switch {
 		case before == nil:
@@ -110,8 +122,8 @@ func (b *body) Close() error {
 func (b *body) close() { b.closed.Store(bodyDone) }
 
 // mustCloseIfUnread reports whether what is left of the body forbids reusing the
-// connection: a client still waiting for 100 Continue, or more than maxDiscardBody
-// bytes declared and unread.
+// connection: a client still waiting for 100 Continue, or maxDiscardBody bytes or more
+// declared and unread (net/http's limit: it closes from maxPostHandlerReadBytes on).
 //
 // The server calls it holding the response's lock, so it never waits for the body's: a
 // Read in progress on another goroutine (a handler that returned while a goroutine of
@@ -123,7 +135,7 @@ func (b *body) mustCloseIfUnread() bool {
 		return true
 	}
 	defer b.mu.Unlock()
-	return !b.eof && (b.continueNeeded || !b.chunked && b.remain > maxDiscardBody)
+	return !b.eof && (b.continueNeeded || !b.chunked && b.remain >= maxDiscardBody)
 }
 
 func (b *body) readLocked(p []byte) (int, error) {
@@ -348,27 +360,73 @@ func (c *conn) readLine() ([]byte, error) {
 	}
 }
 
-// discardRest reads and drops what the handler left of the body, up to
+// discardRest reads and drops what the handler left of the body, less than
 // maxDiscardBody bytes, so the connection can serve the next request. It reports
-// false when the connection cannot be reused.
+// false when the connection cannot be reused; then, if the body has not reached its
+// end, the connection lingers as it closes (unreadBody).
+//
+// When the connection closes after this response anyway (the request's or the
+// handler's "Connection: close", HTTP/1.0 without keep-alive, DisableKeepAlives, a
+// shutdown), the body is not read at all: as net/http, which skips the drain once it
+// knows it will close, the response must not wait for bytes nobody needs, which a
+// client sending its body in part, or slowly, may never send.
 func (b *body) discardRest() bool {
 	if !b.mu.TryLock() {
 		b.c.bodyBusy = true
 		return false // still being read by a goroutine the handler left behind
 	}
 	defer b.mu.Unlock()
-	return b.discardLocked()
+	if !b.eof && b.closingAnyway() {
+		b.c.unreadBody = true
+		return false
+	}
+	ok := b.discardLocked(false)
+	if !ok && !b.eof {
+		b.c.unreadBody = true
+	}
+	return ok
 }
 
-// discardLocked is discardRest with b.mu held (Close calls it too).
-func (b *body) discardLocked() bool {
+// closingAnyway reports whether the connection closes after the response whatever
+// is left of the body. It runs on the serving goroutine after the handler returned,
+// with b.mu held (the lock order is b.mu, then w.mu, as for the 100 Continue).
+func (b *body) closingAnyway() bool {
+	c, w := b.c, b.w
+	if b.reqClose || c.mustClose.Load() || c.srv.DisableKeepAlives || c.srv.inShutdown.Load() {
+		return true
+	}
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c.closeAfter {
+		return true // a head sent already said close
+	}
+	// The handler's Connection field: in the head's snapshot once WriteHeader ran,
+	// else in the map the snapshot will be taken from.
+	var conn []string
+	if w.wroteHeader && w.pr != nil {
+		conn, _ = fieldAt(w.pr.snap, indexFields(w.pr.snap).conn)
+	} else if w.header != nil {
+		conn = w.header["Connection"]
+	}
+	return headerHasToken(conn, "close")
+}
+
+// discardLocked is discardRest with b.mu held (Close calls it too, with fromClose).
+// The limits are net/http's: a Content-Length rest of maxDiscardBody bytes or more is
+// not read; a chunked body is read until more than maxDiscardBody bytes of data have
+// come, or, for Close (net/http's body.Close reads at most that many), until that
+// many have.
+func (b *body) discardLocked(fromClose bool) bool {
 	if b.eof {
 		return b.err == nil
 	}
 	if b.err != nil || b.continueNeeded {
 		return false // a client waiting for 100 Continue has not sent the body
 	}
-	if !b.chunked && b.remain > maxDiscardBody {
+	if !b.chunked && b.remain >= maxDiscardBody {
 		return false
 	}
 	c := b.c
@@ -398,7 +456,7 @@ func (b *body) discardLocked() bool {
 		if err == io.EOF {
 			break
 		}
-		if err != nil || total > maxDiscardBody {
+		if err != nil || total > maxDiscardBody || fromClose && total >= maxDiscardBody {
 			if b.err == nil {
 				b.err = errNotDrained // a later discard gives up at once
 			}

@@ -100,10 +100,17 @@ type conn struct {
 	dropped bool
 	active  bool  // StateActive reported (owned like the buffers)
 	wstate  uint8 // the watch of the socket while a handler runs (see watchOff), under rmu
-	sleep   *blitzio.SleepFuture
-	armed   int64   // the deadline the sleep is armed for (unix ns), 0 for none
-	idleDL  int64   // idle or header deadline of the read phase, 0 for none
-	errOut  *[]byte // the error response being written (phaseErr); what is left of it
+	// unreadBody: the connection closes after a response whose request body was left
+	// unread (too large to drain, not worth draining before a close, or never asked
+	// for with 100 Continue). It then lingers (phaseLinger) instead of closing at
+	// once: a close with bytes unread resets the connection, and the reset can destroy
+	// the response before the client has read it. Set by the handler goroutine
+	// (body.discardRest), read by the task once the connection is handed back.
+	unreadBody bool
+	sleep      *blitzio.SleepFuture
+	armed      int64   // the deadline the sleep is armed for (unix ns), 0 for none
+	idleDL     int64   // idle or header deadline of the read phase, 0 for none
+	errOut     *[]byte // the error response being written (phaseErr); what is left of it
 
 	// Owned by whoever owns the connection (see owner).
 	rbuf       *[]byte
@@ -441,6 +448,9 @@ func (c *conn) pollRead(cx *blitzio.Context) bool {
 			// left unread or malformed, a shutdown) is read as a request; serving it
 			// would let a client smuggle one past a front proxy in what it sent as body.
 			c.phase = phaseClose
+			if c.unreadBody && !c.aborted.Load() {
+				c.beginLinger()
+			}
 			return true
 		}
 		if c.r0 == c.r1 {
@@ -601,7 +611,7 @@ func (c *conn) parseRequest(n int, hw *hworker) *parseError {
 	if p.contentLength > 0 || p.chunked {
 		// Apart from the bundle: most requests have no body.
 		rb = &body{c: c, remain: p.contentLength, chunked: p.chunked, limit: c.srv.MaxBodyBytes,
-			continueNeeded: p.expectContinue && (p.major > 1 || p.minor >= 1)}
+			continueNeeded: p.expectContinue && (p.major > 1 || p.minor >= 1), reqClose: p.close}
 	}
 	var te []string
 	if p.chunked {
@@ -673,17 +683,28 @@ func (c *conn) pollWriteErr(cx *blitzio.Context) bool {
 		*c.errOut = (*c.errOut)[r.Value:]
 	}
 	c.errOut = nil
-	if cw, ok := c.s.(blitzio.AsyncCloseWriter); ok && c.linger {
+	c.phase = phaseClose
+	if c.linger {
 		// The client may still be sending the request we refused: half-close and read
 		// what it sends for a moment, so that our answer is not lost to a reset.
-		cw.CloseWrite()
-		c.releaseRead()
-		c.phase = phaseLinger
-		c.idleDL = time.Now().Add(lingerTime).UnixNano()
-		return true
+		c.beginLinger()
 	}
-	c.phase = phaseClose
 	return true
+}
+
+// beginLinger half-closes the connection and moves the task to phaseLinger, which
+// reads and drops what the client still sends until it closes or lingerTime passes
+// (net/http's closeWriteAndWait): the responses written are not lost to the reset a
+// close with unread bytes sends. Without a writing side to close, the task closes.
+func (c *conn) beginLinger() {
+	cw, ok := c.s.(blitzio.AsyncCloseWriter)
+	if !ok || c.bodyBusy {
+		return // phaseClose
+	}
+	cw.CloseWrite()
+	c.releaseRead()
+	c.phase = phaseLinger
+	c.idleDL = time.Now().Add(lingerTime).UnixNano()
 }
 
 func (c *conn) pollLinger(cx *blitzio.Context) bool {

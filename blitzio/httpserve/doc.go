@@ -65,8 +65,12 @@
 // (HTTP/1.0: the close ends the body), Date, Content-Type sniffing, informational 1xx
 // responses, Expect: 100-continue (the 100 is sent when the handler first reads the
 // body; a handler that answers without reading it gets the connection closed), request
-// bodies with Content-Length or chunked, the unread rest of a small body discarded by
-// Request.Body.Close or after the handler (a large one closes the connection),
+// bodies with Content-Length or chunked, the unread rest of a body under 256 KB
+// discarded by Request.Body.Close or after the handler (from 256 KB on, the connection
+// closes; when it closes after the response anyway, the body is not read at all, so
+// the response does not wait for it; a connection closed with a body unread is
+// half-closed first and drained for a moment, so that a client still sending does not
+// get a reset that destroys the response),
 // http.Flusher, http.Hijacker (a stream.Conn and a bufio.ReadWriter holding the bytes
 // already read; the connection stays the hijacker's even if the handler then panics
 // or calls runtime.Goexit), a handler panic logged with its stack and the connection
@@ -134,7 +138,30 @@
 //   - After a request body whose read failed (a broken chunked framing, the client's
 //     end before the declared length), the response says "Connection: close" and the
 //     connection closes; net/http may read a next request from where the body's read
-//     stopped, bytes it could not frame.
+//     stopped, bytes it could not frame. (A client that sends Expect: 100-continue and
+//     then, without waiting, a next request instead of the body sees this: the bytes
+//     after the head are the body, as RFC 9110 section 10.1.1 lets a client send it
+//     without waiting, for both servers.)
+//   - A body announced with Expect: 100-continue whose 100 was sent (the handler read
+//     from it) and which the handler did not read to its end is drained as any other
+//     body, and the connection kept; net/http closes the connection whenever such a
+//     body was not read to its end. Once the 100 has gone the client must send the
+//     whole body, so what follows it is the next request.
+//   - A handler that answers a client waiting for 100 Continue without reading the
+//     body gets "Connection: close" in its response, and the connection closes at
+//     once (RFC 9112 section 9.6); net/http says close too, but then reads for the
+//     body (its Request.Body.Close does) and holds the connection until the client
+//     sends it or goes away.
+//   - When Request.Body.Close gives up on a body (256 KB or more left), the response
+//     says "Connection: close"; net/http closes the connection too, but with exactly
+//     256 KB left its Close reads them all and its response does not say close, and to
+//     an HTTP/1.0 keep-alive request it answers "Connection: keep-alive".
+//   - A response head sent before the handler returns (a Flush, a body over the 2 KB
+//     held back) is not preceded by a drain of the request body, as net/http's is (its
+//     Flush waits for up to 256 KB of the body): the handler may still read the body.
+//     The rest is drained after the handler; if more than 256 KB of a chunked body are
+//     left, the connection then closes after a response that did not say so (net/http
+//     says close, having found the body too large before the head).
 //   - The functions given to RegisterOnShutdown run once, when the first Shutdown or
 //     Close begins; net/http runs them on every Shutdown call, and not on Close.
 //   - A chunked body over MaxBodyBytes fails the handler's read with *http.MaxBytesError
