@@ -138,6 +138,20 @@ func (b *body) mustCloseIfUnread() bool {
 	return !b.eof && (b.continueNeeded || !b.chunked && b.remain >= maxDiscardBody)
 }
 
+// unreadForbidsReuse reports, for a head sent while the handler runs, whether the
+// connection already cannot be reused: the client still waits for 100 Continue (a head
+// that goes first means the body was not asked for). A body too large to drain does not
+// decide it yet: the handler may still read it while it writes (full duplex, see the
+// package doc). A Read in progress (the body's lock held) says nothing yet either; the
+// end of the request decides (mustCloseIfUnread).
+func (b *body) unreadForbidsReuse() bool {
+	if !b.mu.TryLock() {
+		return false
+	}
+	defer b.mu.Unlock()
+	return !b.eof && b.continueNeeded
+}
+
 func (b *body) readLocked(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
@@ -478,7 +492,7 @@ func (b *body) discardLocked(fromClose bool) bool {
 func (w *response) sendContinue() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.wroteHeader || w.done || w.c.hijacked {
+	if w.wroteHeader || w.done || w.c.hijacked || w.sent100 {
 		return nil
 	}
 	c := w.c

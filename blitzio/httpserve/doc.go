@@ -159,9 +159,11 @@
 //   - A response head sent before the handler returns (a Flush, a body over the 2 KB
 //     held back) is not preceded by a drain of the request body, as net/http's is (its
 //     Flush waits for up to 256 KB of the body): the handler may still read the body.
-//     The rest is drained after the handler; if more than 256 KB of a chunked body are
-//     left, the connection then closes after a response that did not say so (net/http
-//     says close, having found the body too large before the head).
+//     The rest is drained after the handler; if 256 KB or more are left (declared by
+//     Content-Length, or found while draining a chunked body), the connection then
+//     closes after a response that did not say so (net/http says close, having found
+//     the body too large before the head). A head sent while the client still waits for
+//     100 Continue says close, as net/http's.
 //   - The functions given to RegisterOnShutdown run once, when the first Shutdown or
 //     Close begins; net/http runs them on every Shutdown call, and not on Close.
 //   - A chunked body over MaxBodyBytes fails the handler's read with *http.MaxBytesError

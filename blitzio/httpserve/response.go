@@ -44,6 +44,7 @@ type response struct {
 	declaredCL    bool // contentLength is the handler's, taken at WriteHeader
 	done          bool
 	warned        bool
+	sent100       bool   // the handler wrote a 100 Continue itself (WriteHeader(100))
 	declaredCLStr string // the header value it was parsed from
 	// cx: for a request with a body, what the watch of the socket needs when the body
 	// reaches its end (conn.bodyEnded): the serving goroutine's Context with the
@@ -152,6 +153,11 @@ func (w *response) writeHeaderLocked(code int) {
 }
 
 func (w *response) writeInformational(code int) {
+	if code == http.StatusContinue {
+		// The handler answered the Expect itself: no automatic 100 when it reads the
+		// body (net/http's WriteHeader(100) turns its own off too).
+		w.sent100 = true
+	}
 	c := w.c
 	out := (*c.out)[:w.stageStart]
 	out = appendStatusLine(out, code, w.pr.major == 1 && w.pr.minor == 0)
@@ -305,6 +311,13 @@ func (w *response) sendHead(final bool, p []byte, s string) {
 
 	closeAfter := c.closeAfter || pr.close || c.srv.DisableKeepAlives || c.srv.inShutdown.Load() ||
 		c.mustClose.Load() || headerHasToken(connVals, "close")
+	if !final && !closeAfter && w.body != nil && w.body.unreadForbidsReuse() {
+		// A head sent before the handler returns, while what is left of the request body
+		// already rules out reusing the connection (a client waiting for 100 Continue,
+		// too much left to drain): say so in it, as net/http decides at its head, rather
+		// than close after a response that promised nothing.
+		closeAfter = true
+	}
 	if pr.major == 1 && pr.minor == 0 && !pr.wants10KeepAlive {
 		closeAfter = true
 	}
