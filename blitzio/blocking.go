@@ -2,9 +2,12 @@ package blitzio
 
 import (
 	"bytes"
+	"errors"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,6 +36,14 @@ type blockingPool struct {
 	ids        map[uint64]struct{}
 	closers    int
 	othersDone chan struct{}
+
+	// ioOps holds the reads and writes of Files that jobs of the pool are making now,
+	// which the shutdown interrupts (see fileIO); ioClosed is set once it has, after
+	// which no such call starts. Both are guarded by ioMu, apart from mu so that the
+	// registration does not contend with submit.
+	ioMu     sync.Mutex
+	ioClosed bool
+	ioOps    map[*poolFileIO]struct{}
 }
 
 func (p *blockingPool) init(rt *Runtime, max int, keepAlive time.Duration) {
@@ -41,6 +52,7 @@ func (p *blockingPool) init(rt *Runtime, max int, keepAlive time.Duration) {
 	p.exited = make(chan struct{})
 	p.ids = make(map[uint64]struct{})
 	p.othersDone = make(chan struct{})
+	p.ioOps = make(map[*poolFileIO]struct{})
 }
 
 // blockingTask is a task whose "future" is a function run once on a pool goroutine.
@@ -93,7 +105,8 @@ func (t *blockingTask[T]) release() {
 // f only if it has not started (the handle then reports ErrCancelled at once, even while
 // every pool goroutine is busy); a running f always runs to the end and its handle keeps
 // its result. Close and Shutdown wait for running jobs: one that never returns keeps
-// Close from returning (give Shutdown a deadline). On a closed runtime
+// Close from returning (give Shutdown a deadline; a File's own reads and writes of a
+// pipe are interrupted instead, see Runtime.Shutdown). On a closed runtime
 // the handle reports ErrCancelled. SpawnBlocking panics if s or f is nil.
 func SpawnBlocking[T any](s Spawner, f func() T) JoinHandle[T] {
 	if f == nil {
@@ -292,6 +305,115 @@ func (p *blockingPool) shutdown() {
 			h.cancelOwned(nil)
 		}
 	}
+	p.interruptIO()
+}
+
+// poolFileIO is a read or write of a File's *os.File made by a job of the pool (a
+// stream operation of blockingIO), registered in ioOps while it runs.
+type poolFileIO struct {
+	f     *os.File
+	write bool
+	// interrupted is set (under ioMu) when the shutdown has given f a deadline in the
+	// past for this call.
+	interrupted bool
+}
+
+// testHookFileIO, if set, is called by fileIO with the file before the call is
+// registered (tests: to start a call while the shutdown runs).
+var testHookFileIO atomic.Pointer[func(*os.File)]
+
+// fileIO makes f.Read(buf), or f.Write(buf) if write, for a job of this pool, such that
+// the runtime's shutdown can interrupt it when f's descriptor is in Go's poller. It
+// reports interrupted when the call was cut short by the shutdown (then n bytes were
+// transferred, 0 for a read, and err is to be ignored) or not made at all, because the
+// shutdown had already begun.
+//
+// Why: Close and Shutdown wait for the running jobs of the pool, since a call that
+// blocks cannot be taken back. But a File's read of a pipe (a child's stdout) or write
+// to a full one waits for the other end, for as long as it likes, after the task that
+// started it has been dropped by the shutdown: Close would wait for the child. Tokio's
+// shutdown does not wait for such reads because its pipes, child streams and sockets
+// are driven by the reactor (non-blocking descriptors whose readiness the driver
+// polls), never by blocking-pool threads: shutting the driver down ends them. Our File
+// runs them on the pool, but for a descriptor in Go's poller (anything os.File accepts
+// a deadline for: os.Pipe's ends, a terminal opened by name, a non-blocking socket)
+// os.File.Read and Write are not in a system call while they wait: they park in the
+// netpoller, and a deadline in the past wakes them with os.ErrDeadlineExceeded. That is
+// what the shutdown does to every call registered here (interruptIO): the job returns,
+// its goroutine exits, and Close returns at once, as Tokio's does. A descriptor the
+// poller does not manage (a regular file; a pipe, terminal or socket in blocking mode)
+// refuses the deadline (os.ErrNoDeadline), or sees it only before its read(2) starts,
+// and its job is waited for, as NewFile and Runtime.Shutdown document.
+//
+// Nothing is lost that File promises: an interrupted read took no byte from the pipe
+// (the poller wakes it before it reads), so the File's next read reads again; an
+// interrupted write made a short write, whose error the File's next operation reports
+// (write-behind). The deadline is set under ioMu and cleared by the job once it has
+// left the registry, so no deadline of ours outlives the call, and the file works on
+// (from another runtime, or through File.OSFile). os.File cannot tell us a deadline the
+// user set through OSFile, so an interrupted call clears that one too (documented on
+// OSFile and Runtime.Shutdown).
+func (p *blockingPool) fileIO(op *poolFileIO, buf []byte) (n int, err error, interrupted bool) {
+	f := op.f
+	if h := testHookFileIO.Load(); h != nil {
+		(*h)(f)
+	}
+	p.ioMu.Lock()
+	if p.ioClosed {
+		// The shutdown began after this job was taken from the queue: the call is not
+		// started, so it cannot hold the shutdown.
+		p.ioMu.Unlock()
+		return 0, nil, true
+	}
+	p.ioOps[op] = struct{}{}
+	p.ioMu.Unlock()
+	if op.write {
+		n, err = f.Write(buf)
+	} else {
+		n, err = f.Read(buf)
+	}
+	p.ioMu.Lock()
+	delete(p.ioOps, op)
+	cut := op.interrupted
+	p.ioMu.Unlock()
+	if !cut {
+		return n, err, false
+	}
+	setDeadline(f, op.write, time.Time{})
+	// A call that ended on its own (bytes came, the file was closed) keeps its outcome.
+	return n, err, errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// setDeadline sets f's write deadline if write, its read deadline otherwise.
+func setDeadline(f *os.File, write bool, t time.Time) error {
+	if write {
+		return f.SetWriteDeadline(t)
+	}
+	return f.SetReadDeadline(t)
+}
+
+// interruptIO interrupts the reads and writes of Files in flight on the pool, and
+// keeps any from starting later (see fileIO). The shutdown calls it once no worker
+// polls any more.
+func (p *blockingPool) interruptIO() {
+	p.ioMu.Lock()
+	defer p.ioMu.Unlock()
+	p.ioClosed = true
+	past := time.Unix(1, 0)
+	for op := range p.ioOps {
+		// Under ioMu: the job clears the deadline only after it has left ioOps, so it
+		// cannot clear it before it is set. Setting a deadline does not block. It fails
+		// for a descriptor outside Go's poller (os.ErrNoDeadline) and for a closed file:
+		// then nothing is to be cleared either.
+		op.interrupted = setDeadline(op.f, op.write, past) == nil
+	}
+}
+
+// ioShutDown reports whether interruptIO has run (tests).
+func (p *blockingPool) ioShutDown() bool {
+	p.ioMu.Lock()
+	defer p.ioMu.Unlock()
+	return p.ioClosed
 }
 
 // threadCount returns the number of pool goroutines alive (tests).

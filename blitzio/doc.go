@@ -227,7 +227,8 @@
 //
 // Close or Shutdown(ctx) cancels and drops every task, cancels queued blocking jobs,
 // waits for running blocking jobs, and returns when every goroutine the runtime started
-// has exited. Both are idempotent. The shutdown runs on a goroutine of its own, so
+// has exited. A File's read or write of a pipe or socket in Go's poller (a child's piped
+// streams) is interrupted rather than waited for, as Tokio's reactor-driven pipes are. Both are idempotent. The shutdown runs on a goroutine of its own, so
 // Shutdown returns ctx.Err() by its deadline even if a poll is stuck, and a task stops
 // its own runtime with Shutdown and a cancelled context (Close there would wait for
 // itself, and panics). A SpawnBlocking job may Close its own runtime.

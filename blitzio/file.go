@@ -60,7 +60,9 @@ type File struct {
 // called) is read by a read(2) that nothing interrupts, as with os.File: Close returns
 // at once, but the read, and the pool goroutine it holds, end only when input comes,
 // and the runtime's Close and Shutdown wait for that goroutine (give Shutdown a
-// deadline). Tokio's stdin has the same limit.
+// deadline). Tokio's stdin has the same limit. A read or write in flight on a
+// descriptor in Go's poller, by contrast, is interrupted by the runtime's shutdown
+// instead of waited for (see Runtime.Shutdown).
 func NewFile(f *os.File) *File {
 	if f == nil {
 		panic("blitzio: NewFile with a nil *os.File")
@@ -80,7 +82,10 @@ func (f *File) Name() string { return f.name }
 // *os.File and then through f again continue where the other stopped. Close f with
 // Close, not through the *os.File: f's reads use the descriptor number directly (kept
 // open by f's own count of operations in flight, which only Close waits for), so after
-// a direct close they could reach whatever file is opened next under that number.
+// a direct close they could reach whatever file is opened next under that number. A
+// read or write deadline set on the *os.File applies to f's reads and writes on the
+// blocking pool too, and is cleared if a runtime's shutdown interrupts one of them (see
+// Runtime.Shutdown: os.File offers no way to read a deadline back, to restore it).
 func (f *File) OSFile() *os.File {
 	if f == nil {
 		return nil

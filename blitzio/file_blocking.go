@@ -79,6 +79,12 @@ type blockingOp struct {
 	n        int
 	err      error
 	h        JoinHandle[struct{}]
+	// pio registers the pool's read or write with the runtime's shutdown, which
+	// interrupts it if the descriptor is in Go's poller (blockingPool.fileIO); cut says
+	// it did so to a read before it took any byte: neither the end of the file nor an
+	// error, the next read reads again.
+	pio poolFileIO
+	cut bool
 }
 
 func newBlockingIO(f *os.File) *blockingIO {
@@ -183,21 +189,57 @@ func (b *blockingIO) startPool(cx *Context, op *blockingOp) {
 		b.op = op
 		return
 	}
-	op.h = SpawnBlocking(cx, func() struct{} {
-		if op.write {
-			if op.seekBack > 0 {
-				if _, err := f.Seek(-op.seekBack, io.SeekCurrent); err != nil {
-					op.err = err
-					return struct{}{}
+	if b.regular {
+		// Never in Go's poller: nothing could interrupt the call.
+		op.h = SpawnBlocking(cx, func() struct{} {
+			if !op.seekBackFailed(f) {
+				if op.write {
+					op.n, op.err = f.Write(op.buf)
+				} else {
+					op.n, op.err = f.Read(op.buf)
 				}
 			}
-			op.n, op.err = f.Write(op.buf)
-		} else {
-			op.n, op.err = f.Read(op.buf)
+			return struct{}{}
+		})
+		b.op = op
+		return
+	}
+	// A pipe, a terminal, a socket, or a file whose type is unknown: the runtime's
+	// shutdown interrupts the call if the descriptor is in Go's poller, rather than wait
+	// for the other end (see blockingPool.fileIO).
+	pool := &cx.rt.blocking
+	op.pio = poolFileIO{f: f, write: op.write}
+	op.h = SpawnBlocking(cx, func() struct{} {
+		if op.seekBackFailed(f) {
+			return struct{}{}
+		}
+		n, err, cut := pool.fileIO(&op.pio, op.buf)
+		switch {
+		case !cut:
+			op.n, op.err = n, err
+		case op.write:
+			// n bytes went in; the rest, which PollWrite accepted, did not: the File's
+			// next operation reports it, as it does a failed write.
+			op.n, op.err = n, &fs.PathError{Op: "write", Path: f.Name(), Err: ErrRuntimeClosed}
+		default:
+			op.n, op.cut = n, true // no byte taken: nothing lost
 		}
 		return struct{}{}
 	})
 	b.op = op
+}
+
+// seekBackFailed moves a write's position back over the bytes read ahead (seekBack),
+// on the pool before the write, and reports whether that failed (op.err says why).
+func (op *blockingOp) seekBackFailed(f *os.File) bool {
+	if !op.write || op.seekBack == 0 {
+		return false
+	}
+	if _, err := f.Seek(-op.seekBack, io.SeekCurrent); err != nil {
+		op.err = err
+		return true
+	}
+	return false
 }
 
 // settle absorbs the result of the operation in flight, if any. It returns false if the
@@ -264,7 +306,7 @@ func (b *blockingIO) settle(cx *Context) bool {
 	switch {
 	case err != nil:
 		b.rerr = err
-	case op.n == 0:
+	case op.n == 0 && !op.cut:
 		b.rerr = io.EOF
 	}
 	return true

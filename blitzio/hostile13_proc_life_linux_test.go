@@ -428,7 +428,6 @@ func TestHostile13ProcNoDescriptorLeak(t *testing.T) {
 // stays in flight on the blocking pool, in os.File.Read (Write) of the pipe, and
 // Close waits for the pool's goroutines.
 func TestHostile13ProcRuntimeCloseWithPipeIOInFlight(t *testing.T) {
-	t.Skip("defect: Runtime.Close/Shutdown wait for a dropped pool read/write of a pollable pipe (a child's Stdout/Stdin) until the child writes, reads or exits")
 	for _, dir := range []string{"read stdout", "write stdin"} {
 		rt, err := New(Config{Workers: 2})
 		if err != nil {

@@ -95,7 +95,9 @@ func (c *Cmd) Stderr(s Stdio) *Cmd { c.stderr = s; return c }
 // pipe: for a child that has stopped reading, it stays pending until the child reads or
 // exits (Kill it first, or bound the Close with a Timeout; exec's pipe Close would drop
 // the bytes instead). Once the child is gone, writes fail with EPIPE, as exec's do (the
-// parent is not killed by SIGPIPE). A Child that is dropped without Wait is
+// parent is not killed by SIGPIPE). A runtime's Close does not wait for a read or write
+// of these pipes in flight: it interrupts it (see Runtime.Shutdown), and the child runs
+// on. A Child that is dropped without Wait is
 // still reaped when it exits: no zombie is left. Only Spawn makes a Child: the methods
 // of the zero Child (or a nil *Child) panic with a message saying so.
 type Child struct {

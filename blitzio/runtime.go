@@ -449,6 +449,18 @@ func (rt *Runtime) Close() error { return rt.Shutdown(context.Background()) }
 // jobs are cancelled, and Shutdown waits for blocking jobs already running to return and
 // for every goroutine the runtime started to exit.
 //
+// A File's read or write running on the blocking pool on a descriptor in Go's poller (a
+// pipe: a child's piped Stdin, Stdout or Stderr, os.Pipe's ends; a terminal opened by
+// name; a non-blocking socket) is not waited for but interrupted, as Tokio's shutdown
+// ends the I/O of its reactor-driven pipes: a deadline in the past makes the call
+// return. An interrupted read has taken no byte, so the File's next read (on another
+// runtime, say) reads again; an interrupted write may have written part of its bytes,
+// and the File's next operation reports an *fs.PathError wrapping ErrRuntimeClosed, as
+// it reports a failed write. The call then clears the file's read (write) deadline,
+// including one set through File.OSFile. A read or write of a descriptor the poller
+// cannot interrupt (a regular file; a pipe, terminal or socket in blocking mode: see
+// NewFile) is waited for like any blocking job.
+//
 // The shutdown runs on a goroutine of its own, so a poll that is stuck (a task that
 // blocks, against the Future contract) cannot hold Shutdown past its deadline: if ctx
 // ends first, Shutdown returns ctx.Err() at once while the shutdown goes on in the
