@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 
 	"github.com/blitzgo/blitz/benchmarks/netload"
@@ -22,6 +23,9 @@ func init() {
 	netServers = append(netServers,
 		netload.Server{Name: "blitzio/io_uring", Start: startBlitzioEcho(blitzio.BackendIOUring)},
 		netload.Server{Name: "blitzio/epoll", Start: startBlitzioEcho(blitzio.BackendEpoll)},
+		// The io_uring driver with one multishot readiness poll per socket (its design
+		// before the one-shot polls armed on demand), measured in the same run.
+		netload.Server{Name: "blitzio/io_uring-multishot", Start: withEnv("BLITZIO_IOURING_MULTISHOT", "1", startBlitzioEcho(blitzio.BackendIOUring))},
 	)
 	udpServers = append(udpServers,
 		netload.Server{Name: "blitzio/io_uring", Start: startBlitzioUDPEcho(blitzio.BackendIOUring)},
@@ -31,6 +35,23 @@ func init() {
 	// A variant of blitzio's own HTTP server (httpserve, first in the list: see
 	// suite_http_blitzio.go): net/http serving over blitzio's net.Listener adapter.
 	httpServers = append(httpServers, netload.Server{Name: "net/http-over-blitzio-adapter", Start: startAdapterHTTP})
+}
+
+// withEnv runs start with the environment variable k set to v (blitzio reads its
+// BLITZIO_* settings when a runtime is created), and restores it after.
+func withEnv(k, v string, start netload.StartFunc) netload.StartFunc {
+	return func(addr string) (string, func() error, error) {
+		old, had := os.LookupEnv(k)
+		os.Setenv(k, v)
+		defer func() {
+			if had {
+				os.Setenv(k, old)
+			} else {
+				os.Unsetenv(k)
+			}
+		}()
+		return start(addr)
+	}
 }
 
 // benchRuntime starts the 2-worker runtime a benchmark server runs on.

@@ -218,7 +218,14 @@
 // parks on its channel, which a new task wakes without a system call. An idle runtime with idle connections uses no CPU, and an idle
 // connection holds no buffer (bytes go from the kernel into the caller's buffer when the
 // socket is readable). Runtime.Backend reports the backend in use and why the automatic
-// choice fell back. The sockets are built for Linux, macOS and FreeBSD (tested on Linux;
+// choice fell back. On io_uring a socket's readiness comes from a one-shot poll that the
+// driver arms when a task is about to wait on it (its read or write found nothing to
+// do), queued with the worker's next batch of submissions: the kernel posts a poll's
+// completion from the thread that submitted it, and a busy worker's thread does that at
+// its next system call, where a poll armed once for the socket's life would keep
+// waking whichever thread registered the socket, often one the Go scheduler has parked.
+// BLITZIO_IOURING_MULTISHOT=1, read when a runtime is created, keeps one multishot poll
+// per socket instead (for comparison); BLITZIO_IOURING=off forces epoll. The sockets are built for Linux, macOS and FreeBSD (tested on Linux;
 // on the BSDs the kqueue driver serves them, compiled but not exercised here; '@' abstract
 // Unix names are Linux-only); elsewhere (Windows) the package builds and runs the
 // scheduler, timers and blocking pool, without sockets.

@@ -1,6 +1,10 @@
 package blitzio
 
-import "github.com/blitzgo/blitz/blitzio/internal/poller"
+import (
+	"os"
+
+	"github.com/blitzgo/blitz/blitzio/internal/poller"
+)
 
 // uringEntries is the submission ring size. Registrations are multishot polls, armed
 // once per socket, so the ring bounds submissions in flight between two Polls, not
@@ -9,11 +13,12 @@ const uringEntries = 1024
 
 func init() {
 	openIOUring = func() (poller.Poller, error) {
-		p, err := poller.NewIOUring(uringEntries)
+		multishot := os.Getenv(uringMultishotEnv) == "1"
+		p, err := poller.NewIOUringConfig(poller.IOUringConfig{Entries: uringEntries, OneShotReadiness: !multishot})
 		if err != nil {
 			return nil, err
 		}
-		u := uringReadiness{Poller: p, c: p.(poller.Completer)}
+		u := uringReadiness{Poller: p, c: p.(poller.Completer), a: p.(poller.Armer), oneShot: !multishot}
 		if fc, ok := p.(poller.FileCompleter); ok && fc.Features()&poller.FileReadWrite != 0 {
 			u.files = newRingFiles(fc)
 		}
@@ -33,8 +38,31 @@ func init() {
 type uringReadiness struct {
 	poller.Poller
 	c     poller.Completer
+	a     poller.Armer
 	files *ringFiles
+	// oneShot: readiness polls are armed on demand (Arm), the default; false with
+	// BLITZIO_IOURING_MULTISHOT=1.
+	oneShot bool
 }
+
+// uringMultishotEnv names the environment variable that, set to 1 when a runtime is
+// created, makes its io_uring driver keep one multishot readiness poll armed for each
+// socket's life instead of arming one-shot polls when a task waits (see
+// poller.IOUringConfig.OneShotReadiness for why one-shot is the default). Tests and the
+// benchmarks use it to run and compare both.
+const uringMultishotEnv = "BLITZIO_IOURING_MULTISHOT"
+
+// Arm arms fd's readiness poll for interest (the driver calls it when a task is about to
+// wait: see ioDriver.arm). It queues the arming; Flush hands it to the kernel.
+func (u uringReadiness) Arm(fd int, token uint64, interest poller.Interest) error {
+	return u.a.Arm(fd, token, interest)
+}
+
+// Flush hands the queued submissions to the kernel.
+func (u uringReadiness) Flush() error { return u.c.Flush() }
+
+// ArmsOnDemand reports whether readiness must be armed before a wait (one-shot polls).
+func (u uringReadiness) ArmsOnDemand() bool { return u.oneShot }
 
 func (u uringReadiness) Register(fd int, token uint64, interest poller.Interest) error {
 	if err := u.Poller.Register(fd, token, interest); err != nil {

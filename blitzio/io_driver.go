@@ -54,6 +54,19 @@ type ioDriver struct {
 	// again inside the poller.
 	live     atomic.Int64
 	activate func()
+	// armer is set when the poller reports readiness only for directions armed (io_uring
+	// with one-shot polls): pollReady arms a direction before its task waits (see arm).
+	armer readinessArmer
+}
+
+// readinessArmer is a poller whose readiness must be armed before a wait (see
+// poller.Armer), and which queues the arming until Flush or its next Poll.
+type readinessArmer interface {
+	Arm(fd int, token uint64, interest poller.Interest) error
+	Flush() error
+	// ArmsOnDemand is false when the poller keeps every registration armed (io_uring
+	// with multishot polls): then the driver never calls Arm.
+	ArmsOnDemand() bool
 }
 
 const ioEventBatch = 256
@@ -63,6 +76,9 @@ var errDriverClosed = errors.New("blitzio: I/O driver closed")
 
 func newIODriver(p poller.Poller, b Backend, reason string) *ioDriver {
 	d := &ioDriver{p: p, backend: b, reason: reason, events: make([]poller.Event, ioEventBatch)}
+	if a, ok := p.(readinessArmer); ok && a.ArmsOnDemand() {
+		d.armer = a
+	}
 	d.polling.Store(-1)
 	return d
 }
@@ -226,6 +242,30 @@ func (d *ioDriver) pollNow(w *worker) int {
 	n := len(w.ioWakers)
 	w.ioWakers = wakeIO(w, w.ioWakers)
 	return n
+}
+
+// arm arms s's readiness poll for direction dir, for a task that is about to wait (its
+// waker is recorded first, so the event that the arming produces finds it).
+//
+// The arming is queued and reaches the kernel with the next submission: the next
+// between-tasks poll of a worker, or the blocking poll of the next worker to park, which
+// come soon on a busy runtime (batching the armings of many sockets into one system
+// call). Only a worker already parked in the driver would not submit it: then it is
+// submitted now. polling is read after the arming is queued, and a worker publishes
+// polling before its blocking poll takes the queued submissions, so one of the two
+// submits it. The thread that submits is the one whose task work the kernel later runs
+// to post the readiness (see poller.IOUringConfig.OneShotReadiness): a busy worker's.
+func (d *ioDriver) arm(s *scheduledIO, dir direction) {
+	in := poller.Read
+	if dir == dirWrite {
+		in = poller.Write
+	}
+	if d.armer.Arm(int(s.fd), s.token, in) != nil {
+		return // deregistered or closed: the socket's close wakes its waiters
+	}
+	if d.polling.Load() >= 0 {
+		d.armer.Flush()
+	}
 }
 
 // wake makes a parked poller return.

@@ -130,6 +130,9 @@ func (s *scheduledIO) pollReady(cx *Context, d direction) (uint64, bool) {
 		return ev, true
 	}
 	s.addWaiter(d, cx.Waker())
+	if s.drv.armer != nil {
+		s.drv.arm(s, d)
+	}
 	ev = s.readiness.Load()
 	if ev&want != 0 {
 		return ev, true // our waker stays listed: at worst a spurious wake later

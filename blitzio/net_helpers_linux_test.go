@@ -19,17 +19,39 @@ import (
 var netBackends = []Backend{BackendEpoll, BackendIOUring}
 
 // forEachBackend runs body once per Linux backend, as a subtest with a fresh runtime's
-// Config (the body creates the runtime, so it can also test Close).
+// Config (the body creates the runtime, so it can also test Close). io_uring runs twice:
+// with the one-shot readiness polls armed on demand (the default) and, as
+// "io_uring-multishot", with one multishot poll per socket (BLITZIO_IOURING_MULTISHOT=1,
+// read when the body creates a runtime).
 func forEachBackend(t *testing.T, body func(t *testing.T, cfg Config)) {
+	type variant struct {
+		name      string
+		b         Backend
+		multishot bool
+	}
+	var variants []variant
 	for _, b := range netBackends {
-		t.Run(b.String(), func(t *testing.T) {
-			cfg := Config{Workers: 2, Backend: b}
+		variants = append(variants, variant{b.String(), b, false})
+		if b == BackendIOUring {
+			variants = append(variants, variant{"io_uring-multishot", b, true})
+		}
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			if v.multishot {
+				t.Setenv(uringMultishotEnv, "1")
+			}
+			cfg := Config{Workers: 2, Backend: v.b}
 			rt, err := New(cfg)
 			if err != nil {
-				if b == BackendIOUring && errors.Is(err, ErrBackendUnavailable) {
+				if v.b == BackendIOUring && errors.Is(err, ErrBackendUnavailable) {
 					t.Skipf("io_uring unavailable: %v", err)
 				}
 				t.Fatal(err)
+			}
+			if v.b == BackendIOUring && (rt.io.armer == nil) != v.multishot {
+				rt.Close()
+				t.Fatalf("io_uring runtime with %s=%v: armer %v, want one-shot readiness %v", uringMultishotEnv, v.multishot, rt.io.armer, !v.multishot)
 			}
 			rt.Close()
 			body(t, cfg)

@@ -98,6 +98,19 @@ type Poller interface {
 	Close() error
 }
 
+// Armer is implemented by a Poller whose registrations report readiness only when
+// armed (io_uring with IOUringConfig.OneShotReadiness). A registration starts unarmed;
+// Arm arms it for the interests (each direction on its own), and one event comes for
+// an armed direction once the fd is ready in it (at once if it already is), after which
+// that direction is unarmed again until the next Arm. A caller arms a direction when it
+// is about to wait for it (after a system call failed with EAGAIN, with its waiter
+// recorded first), so no readiness is lost: the arming itself looks at the fd's state.
+// Arming an armed direction does nothing. Arm is queued like the other submissions of a
+// Completer: it reaches the kernel at the next Poll or Flush.
+type Armer interface {
+	Arm(fd int, token uint64, interest Interest) error
+}
+
 // Completer is implemented by completion-based Pollers (io_uring). Submissions are
 // queued and handed to the kernel in one batch at the next Poll (or Flush): no system
 // call per operation. Every submitted operation produces at least one Event with its
