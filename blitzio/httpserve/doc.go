@@ -172,14 +172,14 @@
 //
 // # Which I/O backend
 //
-// On Linux, prefer a runtime with Config.Backend set to blitzio.BackendEpoll for a
-// socket server, and measure your own load. BackendAuto picks io_uring, whose socket
-// readiness completions are delivered to the thread that submitted the poll, often a
-// parked Go thread that has to be woken first (the runtime sets the ring up with
-// IORING_SETUP_COOP_TASKRUN, which spares a running thread that interrupt but not a
-// sleeping one). In blitzbench's http suite the epoll backend served 4-7% more requests
-// per second than io_uring in all four plaintext cases of the last recorded run (see
-// benchmarks/RESULTS.md).
+// On Linux the default backend (BackendAuto) is io_uring, and it is the one to use for a
+// socket server unless your own measurements say otherwise: a connection's readiness
+// comes from a one-shot poll that the worker serving it arms when it has drained the
+// socket, so the kernel posts the completion from that worker's busy thread (see
+// blitzio's package doc). In blitzbench's http suite it served 2-17% more requests per
+// second than the same server on blitzio.BackendEpoll in three of the four plaintext
+// cases and 1% fewer in the fourth (1,000 connections, no pipelining), in a run of
+// 2026-11-24 (see benchmarks/RESULTS.md).
 //
 // # With blitzio.Shutdown
 //
