@@ -1,6 +1,7 @@
 package blitzio
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/blitzgo/blitz/shared/lockfree"
@@ -85,6 +86,9 @@ func (w *worker) run() {
 		}
 		if h == nil {
 			h = w.search()
+		}
+		if h == nil && w.searching {
+			h = w.spin()
 		}
 		if h == nil {
 			w.park()
@@ -476,4 +480,36 @@ func (w *worker) drain() {
 	}
 	w.q.drain(cancel)
 	w.stopIdleCoroutines()
+}
+
+// spinBeforePark is how long a worker that has run out of work keeps looking before it
+// parks, yielding its P between looks. Work often comes back within microseconds (the
+// next batch of a loop that spawns, waits and spawns again; a reply on a socket): a
+// parked worker woken for it starts late, because the Go scheduler places the woken
+// goroutine in the waker's runnext slot, which another P steals only after a 3 us sleep
+// that Linux stretches by the thread's timer slack. Rayon's workers likewise yield for
+// a few rounds before they sleep, and Go's scheduler spins idle Ms before stopping them.
+// Only the searching worker spins (at most half of the workers search at once), so a
+// runtime out of work stops spinning within this time: an idle runtime costs nothing.
+// Measured on a 2-vCPU guest: 64 tasks x 16 cached 4 KiB reads 7-10% faster, a JoinAll
+// of 1,000 tasks 4% faster, 1,000 chained spawns 8% slower.
+const spinBeforePark = 20 * time.Microsecond
+
+// spin looks for work (its queues, the other workers; the I/O driver only through
+// nextTask's periodic maintenance, as a system call per look would cost more than the
+// spin saves) until spinBeforePark has passed, yielding the P between looks (runtime.Gosched: a goroutine
+// that is runnable on this P, the task's producer say, runs first). It returns a task,
+// or nil when the time is up or the runtime closes.
+func (w *worker) spin() *header {
+	start := time.Now()
+	for time.Since(start) < spinBeforePark && !w.rt.closed.Load() {
+		runtime.Gosched()
+		if h := w.nextTask(); h != nil {
+			return h
+		}
+		if h := w.search(); h != nil {
+			return h
+		}
+	}
+	return nil
 }
