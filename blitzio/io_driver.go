@@ -87,9 +87,20 @@ func newIODriver(p poller.Poller, b Backend, reason string) *ioDriver {
 // state. The state starts out not ready: registering an fd that is already readable or
 // writable queues an event for it at once (epoll and kqueue both report the current
 // state on registration), so no edge is lost, and Readable/Writable never report a
-// readiness nobody saw.
+// readiness nobody saw. With a poller that arms on demand (io_uring's one-shot polls)
+// it starts out writable instead (see below).
 func (d *ioDriver) register(fd int) (*scheduledIO, error) {
 	s := &scheduledIO{drv: d, fd: int32(fd)}
+	if d.armer != nil {
+		// A poller that arms on demand reports nothing until a task waits: start out
+		// writable, so that the first write tries its system call (a new socket's send
+		// buffer is empty) and arms only after EAGAIN, where waiting for the arming's
+		// report would cost a round trip through the driver per connection. Readiness
+		// is a hint every operation checks with its system call, as in Tokio (a connect
+		// confirms with getpeername). Not readable: a Readable future must not report a
+		// socket with nothing to read.
+		s.readiness.Store(uint64(poller.Writable))
+	}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()

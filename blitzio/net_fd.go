@@ -212,8 +212,20 @@ func (fd *netFD) pollIOShort(cx *Context, d direction, w *Waker, op ioOp, want i
 	if err != nil {
 		return 0, err, true
 	}
+	// fresh: a read on a socket whose readiness a poller that arms on demand has never
+	// reported (io_uring's one-shot polls report only after a task waits): try the
+	// system call once before waiting, as a new connection's first bytes are often
+	// there already; waiting first would cost a round trip through the driver.
+	fresh := d == dirRead && s.drv.armer != nil && s.readiness.Load()&(tickMask|uint64(readInterest)) == 0
 	for {
-		ev, ok := s.pollReady(cx, d)
+		var ev uint64
+		var ok bool
+		if fresh {
+			fresh = false
+			ev, ok = s.readiness.Load(), true
+		} else {
+			ev, ok = s.pollReady(cx, d)
+		}
 		if !ok {
 			*w = cx.Waker()
 			return 0, nil, false

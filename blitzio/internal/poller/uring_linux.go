@@ -1383,6 +1383,15 @@ func (r *ioUring) completeOnceLocked(idx uint32, cqe *uringCQE, ev *Event) bool 
 		return true
 	}
 	*ev = Event{Token: s.token, Ready: uringReady(uint32(cqe.res)), Op: OpReady, More: true, Res: cqe.res, Buf: -1}
+	if s.mask == unix.POLLOUT {
+		// A write direction's slot lives only while a writer waits (a full send buffer
+		// is rare and brief): freed now, an idle connection keeps one slot, its read
+		// direction's. The next Arm for writing makes another.
+		if ri, ok := r.regLocked(int(s.fd)); ok && r.slots[ri].pair == idx+1 {
+			r.slots[ri].pair = 0
+		}
+		r.freeLocked(idx)
+	}
 	return true
 }
 

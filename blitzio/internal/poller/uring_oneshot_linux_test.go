@@ -132,6 +132,15 @@ func TestUringOneShotDirectionsApart(t *testing.T) {
 	pollUntil(t, r, "the write direction once the peer read", func(ev Event) bool {
 		return ev.Token == 9 && ev.Ready&Writable != 0
 	})
+	// The write direction's slot lives only while armed: an idle connection keeps one
+	// slot (its read direction's).
+	r.mu.Lock()
+	ri, ok := r.regLocked(a)
+	pair := r.slots[ri].pair
+	r.mu.Unlock()
+	if !ok || pair != 0 {
+		t.Fatalf("after the write readiness: registered %v, write slot %d, want the slot freed", ok, pair)
+	}
 }
 
 func TestUringOneShotHangUpAndErrors(t *testing.T) {
