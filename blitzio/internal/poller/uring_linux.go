@@ -759,12 +759,9 @@ func (r *ioUring) Register(fd int, token uint64, interest Interest) error {
 func (r *ioUring) Arm(fd int, token uint64, interest Interest) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return errUringClosed
-	}
-	idx, ok := r.regLocked(fd)
-	if !ok || r.slots[idx].token != token {
-		return fmt.Errorf("poller: io_uring Arm: fd %d token %#x: %w", fd, token, os.NewSyscallError("io_uring poll", unix.ENOENT))
+	idx, err := r.registrationLocked("Arm", fd, token)
+	if err != nil {
+		return err
 	}
 	if !r.oneShot {
 		return nil
@@ -785,6 +782,19 @@ func (r *ioUring) Arm(fd int, token uint64, interest Interest) error {
 		r.armOnceLocked(w - 1)
 	}
 	return nil
+}
+
+// registrationLocked returns the slot of fd's registration with token, or the error op
+// (the caller's name) reports: the ring is closed, or no such registration (ENOENT).
+func (r *ioUring) registrationLocked(op string, fd int, token uint64) (uint32, error) {
+	if r.closed {
+		return 0, errUringClosed
+	}
+	idx, ok := r.regLocked(fd)
+	if !ok || r.slots[idx].token != token {
+		return 0, fmt.Errorf("poller: io_uring %s: fd %d token %#x: %w", op, fd, token, os.NewSyscallError("io_uring poll", unix.ENOENT))
+	}
+	return idx, nil
 }
 
 // armOnceLocked queues a one-shot POLL_ADD for slot idx unless one is in the kernel.
@@ -855,12 +865,9 @@ func (r *ioUring) delRegLocked(fd int) {
 func (r *ioUring) Deregister(fd int, token uint64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return errUringClosed
-	}
-	idx, ok := r.regLocked(fd)
-	if !ok || r.slots[idx].token != token {
-		return fmt.Errorf("poller: io_uring Deregister: fd %d token %#x: %w", fd, token, os.NewSyscallError("io_uring poll", unix.ENOENT))
+	idx, err := r.registrationLocked("Deregister", fd, token)
+	if err != nil {
+		return err
 	}
 	r.delRegLocked(fd)
 	if r.oneShot {
