@@ -18,7 +18,10 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		u := uringReadiness{Poller: p, c: p.(poller.Completer), a: p.(poller.Armer), oneShot: !multishot}
+		u := uringReadiness{Poller: p, c: p.(poller.Completer)}
+		if !multishot {
+			u.a = p.(poller.Armer)
+		}
 		if fc, ok := p.(poller.FileCompleter); ok && fc.Features()&poller.FileReadWrite != 0 {
 			u.files = newRingFiles(fc)
 		}
@@ -27,22 +30,22 @@ func init() {
 }
 
 // uringReadiness is the io_uring poller as the driver uses it: readiness through
-// multishot polls, and completion-based file reads and writes (files, nil when the
+// one-shot polls armed when a task waits (a, see ioDriver.arm; with
+// BLITZIO_IOURING_MULTISHOT=1, a is nil and one multishot poll per socket is armed at
+// registration), and completion-based file reads and writes (files, nil when the
 // kernel lacks IORING_OP_READ/WRITE). io_uring queues a registration's submission until
 // the next Poll, and a worker may be blocked in Poll for a long time, so Register
-// submits at once (a poll armed late would miss nothing, but its socket's tasks would
-// wait for the next unrelated wake-up). Deregister submits at once too: until its
+// submits at once (a multishot poll armed late would miss nothing, but its socket's
+// tasks would wait for the next unrelated wake-up; a one-shot registration submits
+// nothing). Deregister submits at once too: until its
 // cancellation reaches the kernel, the ring holds a reference to the socket's file, and
 // the close that follows would not shut the connection down (no FIN for the peer).
 // File operations are batched instead: see ringFiles.
 type uringReadiness struct {
 	poller.Poller
 	c     poller.Completer
-	a     poller.Armer
+	a     poller.Armer // nil with multishot polls
 	files *ringFiles
-	// oneShot: readiness polls are armed on demand (Arm), the default; false with
-	// BLITZIO_IOURING_MULTISHOT=1.
-	oneShot bool
 }
 
 // uringMultishotEnv names the environment variable that, set to 1 when a runtime is
@@ -62,7 +65,7 @@ func (u uringReadiness) Arm(fd int, token uint64, interest poller.Interest) erro
 func (u uringReadiness) Flush() error { return u.c.Flush() }
 
 // ArmsOnDemand reports whether readiness must be armed before a wait (one-shot polls).
-func (u uringReadiness) ArmsOnDemand() bool { return u.oneShot }
+func (u uringReadiness) ArmsOnDemand() bool { return u.a != nil }
 
 func (u uringReadiness) Register(fd int, token uint64, interest poller.Interest) error {
 	if err := u.Poller.Register(fd, token, interest); err != nil {

@@ -497,9 +497,9 @@ const spinBeforePark = 20 * time.Microsecond
 
 // spin looks for work (its queues, the other workers; the I/O driver only through
 // nextTask's periodic maintenance, as a system call per look would cost more than the
-// spin saves) until spinBeforePark has passed, yielding the P between looks (runtime.Gosched: a goroutine
-// that is runnable on this P, the task's producer say, runs first). It returns a task,
-// or nil when the time is up or the runtime closes.
+// spin saves) until spinBeforePark has passed, yielding the P between looks
+// (runtime.Gosched: a goroutine that is runnable on this P, the task's producer say,
+// runs first). It returns a task, or nil when the time is up or the runtime closes.
 func (w *worker) spin() *header {
 	start := time.Now()
 	for time.Since(start) < spinBeforePark && !w.rt.closed.Load() {
