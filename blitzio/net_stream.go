@@ -64,7 +64,7 @@ func (fd *netFD) pollWrite(cx *Context, w *Waker, p []byte, bufs [][]byte) (Resu
 	}
 	n, err, ok := fd.pollIO(cx, dirWrite, w, func(s int) (int, error) {
 		if p != nil {
-			return unix.SendmsgN(s, p, nil, nil, unix.MSG_NOSIGNAL)
+			return sendStream(s, p)
 		}
 		return unix.SendmsgBuffers(s, bufs, nil, nil, unix.MSG_NOSIGNAL)
 	})
@@ -74,8 +74,9 @@ func (fd *netFD) pollWrite(cx *Context, w *Waker, p []byte, bufs [][]byte) (Resu
 	*w = Waker{}
 	if err != nil {
 		// Named as package net names them (its Write calls write, its vectored write
-		// writev), whatever call made the send here (sendmsg, for MSG_NOSIGNAL): code
-		// that reads the error's Op or syscall sees what it sees from net.
+		// writev), whatever call made the send here (sendto or sendmsg, for
+		// MSG_NOSIGNAL): code that reads the error's Op or syscall sees what it sees
+		// from net.
 		op := "write"
 		if p == nil {
 			op = "writev"

@@ -85,6 +85,11 @@ func setMulticastLoopV4(fd int, on bool) error {
 	return unix.SetsockoptByte(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP, byte(boolInt(on)))
 }
 
+// sendStream is one send of p on a connected socket (SIGPIPE is off: setupBSDSocket).
+func sendStream(fd int, p []byte) (int, error) {
+	return unix.SendmsgN(fd, p, nil, nil, unix.MSG_NOSIGNAL)
+}
+
 // recvFromAddrPort is one recvfrom(2) with the sender as a netip.AddrPort.
 func recvFromAddrPort(fd int, p []byte) (int, netip.AddrPort, error) {
 	n, sa, err := unix.Recvfrom(fd, p, 0)

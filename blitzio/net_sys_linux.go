@@ -64,6 +64,17 @@ func bufPtr(p []byte) uintptr {
 	return uintptr(unsafe.Pointer(&p[0]))
 }
 
+// sendStream is one send of p on a connected socket with MSG_NOSIGNAL: sendto(2) with
+// no address, which spares the kernel the msghdr and iovec that sendmsg(2) copies in.
+func sendStream(fd int, p []byte) (int, error) {
+	n, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)),
+		unix.MSG_NOSIGNAL, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
 // recvFromAddrPort is one recvfrom(2) with the sender as a netip.AddrPort, without the
 // allocations of unix.Recvfrom (its sockaddr scratch and the Sockaddr it returns).
 func recvFromAddrPort(fd int, p []byte) (int, netip.AddrPort, error) {
