@@ -712,7 +712,9 @@ func appendFields(b []byte, list []hdrField, skip map[string]bool) []byte {
 			b = append(b, k...)
 			b = append(b, ": "...)
 			v = trimOWS(v)
-			if strings.ContainsAny(v, "\r\n") {
+			// Two byte scans: for the short values of a head, cheaper than ContainsAny,
+			// which builds a character set first.
+			if strings.IndexByte(v, '\n') >= 0 || strings.IndexByte(v, '\r') >= 0 {
 				for i := 0; i < len(v); i++ {
 					ch := v[i]
 					if ch == '\r' || ch == '\n' {
