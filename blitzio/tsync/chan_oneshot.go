@@ -2,6 +2,8 @@ package tsync
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/blitzgo/blitz/blitzio"
@@ -21,6 +23,16 @@ import (
 //     at once.
 //     After writing waker the receiver sets osWaker and looks at what that returned: a
 //     sender that acted in between did not see the bit, so the receiver does not sleep.
+//   - Several waits on one receiver (two goroutines in Recv, a Recv while a task awaits
+//     it) are a misuse that Tokio's types rule out and Go's cannot, so they must work:
+//     a receive holds osRxLock while it looks at or changes waker, so two receives never
+//     touch it at once, and a receive that finds the slot held by another waiter's waker
+//     waits in oneshotWaiters, a side table, and sets osMore. The sender and Close wake
+//     the table's waiters when the state they made final had osMore; a waiter that set
+//     osMore after that removes itself and takes the result. The common single wait
+//     pays one more atomic operation (the CAS taking osRxLock; setting osWaker releases
+//     it) and never touches the table. blitzio/spin/oneshot.pml models this with two
+//     receives, one of which may give up.
 const (
 	osClaimed  uint32 = 1 << iota // a sender is writing v
 	osSent                        // v is published
@@ -29,7 +41,81 @@ const (
 	osTaken                       // the receiver took v
 	osWaker                       // waker holds the receiver's waker
 	osKept                        // with osTaken: Poll took v and left it in v, for a re-poll
+	osRxLock                      // a receive is looking at or changing waker
+	osMore                        // oneshotWaiters may hold waiters of this oneshot
 )
+
+// osFinal are the bits after which a receive waits no more.
+const osFinal = osSent | osTxClosed | osRxClosed
+
+// oneshotWaiters holds the wakers of the waits on a oneshot beyond the one in its slot,
+// keyed by the oneshot's state word. It is used only when one receiver is waited on from
+// several places at once.
+var oneshotWaiters = struct {
+	mu sync.Mutex
+	m  map[*atomic.Uint32][]blitzio.Waker
+}{m: make(map[*atomic.Uint32][]blitzio.Waker)}
+
+// addOneshotWaiter records wk as a waiter of the oneshot whose state is key, unless a
+// waker that wakes the same task is there already.
+func addOneshotWaiter(key *atomic.Uint32, wk blitzio.Waker) {
+	oneshotWaiters.mu.Lock()
+	defer oneshotWaiters.mu.Unlock()
+	for _, w := range oneshotWaiters.m[key] {
+		if w.WillWake(wk) {
+			return
+		}
+	}
+	oneshotWaiters.m[key] = append(oneshotWaiters.m[key], wk)
+}
+
+// removeOneshotWaiter forgets wk as a waiter of key's oneshot (a wait that gave up).
+func removeOneshotWaiter(key *atomic.Uint32, wk blitzio.Waker) {
+	oneshotWaiters.mu.Lock()
+	defer oneshotWaiters.mu.Unlock()
+	list := oneshotWaiters.m[key]
+	for i, w := range list {
+		if w.WillWake(wk) {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(oneshotWaiters.m, key)
+	} else {
+		oneshotWaiters.m[key] = list
+	}
+}
+
+// wakeOneshotWaiters wakes and forgets every waiter of key's oneshot in the table.
+func wakeOneshotWaiters(key *atomic.Uint32) {
+	oneshotWaiters.mu.Lock()
+	list := oneshotWaiters.m[key]
+	delete(oneshotWaiters.m, key)
+	oneshotWaiters.mu.Unlock()
+	for _, w := range list {
+		w.Wake()
+	}
+}
+
+// lockRx takes osRxLock unless the state is final; it reports whether it did.
+func (c *oneshot[T]) lockRx() bool {
+	for {
+		st := c.state.Load()
+		if st&osFinal != 0 {
+			return false
+		}
+		if st&osRxLock != 0 {
+			runtime.Gosched() // another receive holds it for a few instructions
+			continue
+		}
+		if c.state.CompareAndSwap(st, st|osRxLock) {
+			return true
+		}
+	}
+}
+
+func (c *oneshot[T]) unlockRx() { c.state.And(^osRxLock) }
 
 type oneshot[T any] struct {
 	state atomic.Uint32
@@ -98,6 +184,9 @@ func (s *OneshotSender[T]) send(cx *blitzio.Context, v T, op string) error {
 			c.waker.Wake()
 		}
 	}
+	if prev&osMore != 0 {
+		wakeOneshotWaiters(&c.state)
+	}
 	return nil
 }
 
@@ -112,6 +201,9 @@ func (s *OneshotSender[T]) Close() {
 		if c.state.CompareAndSwap(st, st|osTxClosed) {
 			if st&osWaker != 0 {
 				c.waker.Wake()
+			}
+			if st&osMore != 0 {
+				wakeOneshotWaiters(&c.state)
 			}
 			return
 		}
@@ -131,13 +223,13 @@ func (s *OneshotSender[T]) IsClosed() bool {
 // was ready, it returns the same result. Close it if you stop waiting, so that the
 // sender can see nobody listens.
 //
-// A oneshot has one waiter at a time, as Tokio's (whose receiver cannot be shared): the
-// receiver remembers the waker of its latest wait only. Do not wait on it from two
-// places at once (Recv in two goroutines, or a Recv while a task awaits it): the later
-// wait replaces the earlier one's wake-up, and the earlier one may then wait forever.
-// To let several goroutines learn that something happened, use a CancelToken, a Notify's
-// NotifyWaiters, or a watch channel. Close may be called from anywhere: it wakes the
-// waiting receive.
+// A receiver is meant to have one waiter, as Tokio's (whose receiver cannot be shared).
+// Several at once (Recv in two goroutines, a Recv while a task awaits it) still all end:
+// one Recv gets the value and the others ErrClosed, as a receive after the value was
+// taken does (tasks awaiting the receiver itself all get the value, as a re-poll does).
+// Waits beyond the first go through a mutex-guarded side table, so to let several
+// goroutines learn that something happened, prefer a CancelToken, a Notify's
+// NotifyWaiters, or a watch channel. Close may be called from anywhere: it wakes the waiting receives.
 type OneshotReceiver[T any] struct {
 	// c is all the receiver holds: what a ready Poll returned is in c's state (osKept:
 	// the value, left in c.v; or a closed state, which never changes back), so a later
@@ -182,21 +274,53 @@ func (r *OneshotReceiver[T]) take(wk blitzio.Waker, reg, keep bool) (blitzio.Res
 			return blitzio.Result[T]{Err: ErrClosed}, true
 		case !reg:
 			return blitzio.Result[T]{}, false
-		case st&osWaker != 0:
-			if c.waker.WillWake(wk) {
-				return blitzio.Result[T]{}, false
-			}
-			// Take the waker slot back before replacing the waker (see osWaker).
-			if !c.state.CompareAndSwap(st, st&^osWaker) {
-				continue
-			}
 		}
-		c.waker = wk
-		if prev := c.state.Or(osWaker); prev&(osSent|osTxClosed|osRxClosed) != 0 {
-			continue // the sender acted meanwhile without seeing the waker: look again
+		if !c.lockRx() {
+			continue // final now: take the result
 		}
-		return blitzio.Result[T]{}, false
+		if c.register(wk) {
+			return blitzio.Result[T]{}, false
+		}
 	}
+}
+
+// register records wk as the waker of a receive. It is called with osRxLock held and
+// releases it. It reports false when the sender or Close acted meanwhile and the receive
+// must look at the state again.
+func (c *oneshot[T]) register(wk blitzio.Waker) bool {
+	st := c.state.Load()
+	if st&osWaker != 0 {
+		defer c.unlockRx()
+		if st&osFinal != 0 {
+			return false
+		}
+		if c.waker.WillWake(wk) {
+			return true
+		}
+		if !c.waker.IsZero() {
+			if wk.IsZero() {
+				return true // a probe's zero waker wakes nobody: nothing to record
+			}
+			// Another waiter's waker is in the slot: wait in the side table.
+			addOneshotWaiter(&c.state, wk)
+			if prev := c.state.Or(osMore); prev&osFinal != 0 {
+				// Whoever made the state final may not have seen osMore.
+				removeOneshotWaiter(&c.state, wk)
+				return false
+			}
+			return true
+		}
+		// The slot holds a waker that wakes nobody (a first poll's probe): take the slot
+		// back before replacing the waker (see osWaker).
+		if !c.state.CompareAndSwap(st, st&^osWaker) {
+			return false
+		}
+	}
+	c.waker = wk
+	// Set osWaker and release osRxLock in one step: osRxLock is set and osWaker clear,
+	// so adding their difference does both. A final bit in the result: the sender or
+	// Close acted meanwhile without seeing the waker, look again.
+	return c.state.Add(^(osRxLock-osWaker-1))&osFinal == 0 // osWaker-osRxLock, mod 2^32
 }
 
 // Poll receives the value, or waits for it.
@@ -249,8 +373,15 @@ func (r *OneshotReceiver[T]) close(op string, wake bool) {
 	// is writing waker, and every path that clears osWaker to replace or forget the
 	// waker does so by a CAS from a state without osRxClosed, which now fails. If the
 	// sender already sent or closed, it woke the waiter itself.
-	if wake && prev&(osWaker|osSent|osTxClosed|osRxClosed) == osWaker {
-		c.waker.Wake()
+	if prev&osFinal == 0 {
+		if prev&osWaker != 0 && (wake || prev&osMore != 0) {
+			// Drop wakes nobody when its task is the only waiter; with others waiting
+			// the slot may hold another's waker.
+			c.waker.Wake()
+		}
+		if prev&osMore != 0 {
+			wakeOneshotWaiters(&c.state)
+		}
 	}
 }
 
@@ -270,7 +401,7 @@ func (r *OneshotReceiver[T]) TryRecv() (T, error) {
 // receiver itself there.
 func (r *OneshotReceiver[T]) Recv() (T, error) {
 	r.chanFor("OneshotReceiver.Recv")
-	res := waitFor[blitzio.Result[T]]("OneshotReceiver.Recv", oneshotRecv[T]{r})
+	res := waitFor[blitzio.Result[T]]("OneshotReceiver.Recv", &oneshotRecv[T]{r: r})
 	return res.Value, res.Err
 }
 
@@ -278,28 +409,38 @@ func (r *OneshotReceiver[T]) Recv() (T, error) {
 // stays open, so the value can still be received later.
 func (r *OneshotReceiver[T]) RecvContext(ctx context.Context) (T, error) {
 	r.chanFor("OneshotReceiver.RecvContext")
-	return waitResultCtx[T]("OneshotReceiver.RecvContext", ctx, oneshotRecv[T]{r})
+	return waitResultCtx[T]("OneshotReceiver.RecvContext", ctx, &oneshotRecv[T]{r: r})
 }
 
 // oneshotRecv is the receiver's future without its Drop, for the blocking forms: a
-// RecvContext that gives up must not close the receiver.
-type oneshotRecv[T any] struct{ r *OneshotReceiver[T] }
+// RecvContext that gives up must not close the receiver. wk is the waker it registered.
+type oneshotRecv[T any] struct {
+	r  *OneshotReceiver[T]
+	wk blitzio.Waker
+}
 
-func (o oneshotRecv[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
-	return o.r.take(cx.Waker(), true, false)
+func (o *oneshotRecv[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool) {
+	o.wk = cx.Waker()
+	return o.r.take(o.wk, true, false)
 }
 
 // Drop forgets the registered waker (the goroutine gave up); the receiver stays open.
-func (o oneshotRecv[T]) Drop() {
+// Once the state is final there is nothing to forget: the sender or Close has woken the
+// waiters and emptied the side table.
+func (o *oneshotRecv[T]) Drop() {
 	c := o.r.c
-	for {
-		st := c.state.Load()
-		if st&osWaker == 0 || st&(osSent|osTxClosed|osRxClosed) != 0 {
-			return // no waker stored, or the sender or Close may be reading it
-		}
+	if o.wk.IsZero() || !c.lockRx() {
+		return
+	}
+	defer c.unlockRx()
+	st := c.state.Load()
+	if st&osWaker != 0 && c.waker.WillWake(o.wk) {
 		if c.state.CompareAndSwap(st, st&^osWaker) {
 			c.waker = blitzio.Waker{}
-			return
 		}
+		return // a failed CAS: the state is final (only the lock holder clears osWaker)
+	}
+	if st&osMore != 0 {
+		removeOneshotWaiter(&c.state, o.wk)
 	}
 }

@@ -263,7 +263,6 @@ func TestHostile13OneshotCloseWakesBlockedRecv(t *testing.T) {
 // must end both waits, one with the value and the other with ErrClosed (the value was
 // received), as TryRecv's doc says of a receive after the value was taken.
 func TestHostile13OneshotConcurrentRecvs(t *testing.T) {
-	t.Skip("defect: a OneshotReceiver stores one waker; a second concurrent wait replaces the first's, which then never wakes")
 	tx, rx := NewOneshot[int]()
 	a := h11Go(func() error { _, err := rx.Recv(); return err })
 	h13WaitWaker(t, rx)
