@@ -193,13 +193,20 @@ func FuzzHostile13Oneshot(f *testing.F) {
 // a Recv or an awaiting task is about to sleep, or sleeps.
 func h13WaitWaker[T any](t *testing.T, rx *OneshotReceiver[T]) {
 	t.Helper()
-	for deadline := time.Now().Add(h11Timeout); rx.c.state.Load()&osWaker == 0; {
+	h13WaitState(t, rx, osWaker, "the receive never stored its waker")
+	time.Sleep(time.Millisecond) // let it get from the probe's poll to its parked one
+}
+
+// h13WaitState waits (up to h11Timeout) until bit is set in the oneshot's state, and
+// fails the test with msg if it never is.
+func h13WaitState[T any](t *testing.T, rx *OneshotReceiver[T], bit uint32, msg string) {
+	t.Helper()
+	for deadline := time.Now().Add(h11Timeout); rx.c.state.Load()&bit == 0; {
 		if time.Now().After(deadline) {
-			t.Fatalf("the receive never stored its waker")
+			t.Fatal(msg)
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
-	time.Sleep(time.Millisecond) // let it get from the probe's poll to its parked one
 }
 
 // TestHostile13OneshotCloseWakesWaitingPoll: a receive waiting on a oneshot receiver

@@ -14,12 +14,7 @@ import (
 // h14WaitMore waits until a second wait on rx has gone to the side table (osMore).
 func h14WaitMore[T any](t *testing.T, rx *OneshotReceiver[T]) {
 	t.Helper()
-	for deadline := time.Now().Add(h11Timeout); rx.c.state.Load()&osMore == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the second receive never waited in the side table")
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	h13WaitState(t, rx, osMore, "the second receive never waited in the side table")
 }
 
 // h14TableEmpty fails the test if the side table still holds waiters of rx's oneshot.
