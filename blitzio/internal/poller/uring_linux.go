@@ -790,6 +790,13 @@ func (r *ioUring) registrationLocked(op string, fd int, token uint64) (uint32, e
 	if r.closed {
 		return 0, errUringClosed
 	}
+	// Range check before the table lookup: regLocked indexes its dense table with any
+	// number below uringDenseFds, negative ones included, so Arm(-1) or Deregister(-1)
+	// panicked with an index out of range instead of reporting that no such registration
+	// exists (Register refuses negative numbers, so none ever does).
+	if fd < 0 {
+		return 0, fmt.Errorf("poller: io_uring %s: fd %d token %#x: %w", op, fd, token, os.NewSyscallError("io_uring poll", unix.ENOENT))
+	}
 	idx, ok := r.regLocked(fd)
 	if !ok || r.slots[idx].token != token {
 		return 0, fmt.Errorf("poller: io_uring %s: fd %d token %#x: %w", op, fd, token, os.NewSyscallError("io_uring poll", unix.ENOENT))
