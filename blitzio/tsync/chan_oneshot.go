@@ -254,6 +254,11 @@ func (r *OneshotReceiver[T]) take(wk blitzio.Waker, reg, keep bool) (blitzio.Res
 	for {
 		st := c.state.Load()
 		switch {
+		case keep && st&osKept != 0:
+			// Another Poll took v and kept it (often the one whose CAS beat ours just
+			// now, two tasks woken by the Send together): every Poll returns it, as
+			// Poll's own fast path does.
+			return blitzio.Result[T]{Value: c.v}, true
 		case st&(osRxClosed|osTaken) != 0:
 			return blitzio.Result[T]{Err: ErrClosed}, true // closed, or taken earlier
 		case st&osSent != 0:
@@ -345,17 +350,20 @@ func (r *OneshotReceiver[T]) Poll(cx *blitzio.Context) (blitzio.Result[T], bool)
 }
 
 // Drop closes the receiver (blitzio.Dropper): a value not yet received is discarded.
-// Unlike Close it wakes nobody: it is called by the receiver's own poller (a Select
-// dropping a loser, an aborted task), which has stopped waiting.
-func (r *OneshotReceiver[T]) Drop() { r.close("OneshotReceiver.Drop", false) }
+// It is called by the receiver's poller (a Select dropping a loser, an aborted task),
+// which has stopped waiting; like Close it still wakes a receive waiting on r, since the
+// dropper may never have polled r (a Select whose other branch was ready first, or
+// panicked) while a Recv or another task waits, and that wait would otherwise never end.
+// When the dropper's own task was the waiter, this costs it one spurious wake-up.
+func (r *OneshotReceiver[T]) Drop() { r.close("OneshotReceiver.Drop") }
 
 // Close stops receiving: a later Send fails and gives its value back, and a value
 // already sent but not received is discarded. A receive waiting on r (a Recv or
 // RecvContext in another goroutine, a task awaiting r) is woken and returns ErrClosed,
 // as one waiting through a closed Receiver handle does. Closing twice is a no-op.
-func (r *OneshotReceiver[T]) Close() { r.close("OneshotReceiver.Close", true) }
+func (r *OneshotReceiver[T]) Close() { r.close("OneshotReceiver.Close") }
 
-func (r *OneshotReceiver[T]) close(op string, wake bool) {
+func (r *OneshotReceiver[T]) close(op string) {
 	c := r.chanFor(op)
 	prev := c.state.Or(osRxClosed)
 	if prev&(osSent|osTaken|osRxClosed) == osSent {
@@ -374,9 +382,11 @@ func (r *OneshotReceiver[T]) close(op string, wake bool) {
 	// waker does so by a CAS from a state without osRxClosed, which now fails. If the
 	// sender already sent or closed, it woke the waiter itself.
 	if prev&osFinal == 0 {
-		if prev&osWaker != 0 && (wake || prev&osMore != 0) {
-			// Drop wakes nobody when its task is the only waiter; with others waiting
-			// the slot may hold another's waker.
+		if prev&osWaker != 0 {
+			// Drop wakes the slot too: osMore tells only that two waits registered,
+			// and a dropper that never polled r (a Select whose other branch won
+			// first) leaves a lone waiter of another task or goroutine in the slot
+			// with osMore clear. The dropper cannot tell that waker from its own.
 			c.waker.Wake()
 		}
 		if prev&osMore != 0 {

@@ -48,8 +48,8 @@ func (m *h13OModel) recv(byPoll bool) (int, error, bool) {
 func (m *h13OModel) ready() bool { return m.sent || m.txClosed || m.rxClosed }
 
 // mustWake reports whether the receiver's latest waiting poll must have been woken: the
-// sender sent or closed, or the receiver was closed by Close (Drop is the poller's own
-// giving up, and wakes nobody: see the op).
+// sender sent or closed, or the receiver was closed (by Close, or by Drop, which wakes a
+// waiting receive too: its dropper may not be the waiter).
 func (m *h13OModel) mustWake() bool { return m.sent || m.txClosed || m.rxClosed }
 
 func h13OCheck(t *testing.T, what string, v int, err error, wantV int, wantErr error) {
@@ -135,7 +135,7 @@ func h13OneshotRun(t *testing.T, ops []byte) {
 				break
 			}
 			m.registered, m.registeredPending = w, true
-		case 6: // receiver Close, or Drop (the same, but by the poller: it wakes nobody), twice
+		case 6: // receiver Close, or Drop (the same, made by the poller), twice
 			if in.next()%2 == 0 {
 				rx.Close()
 			} else {
