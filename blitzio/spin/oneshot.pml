@@ -16,13 +16,17 @@
  *                first poll of a blocking wait), which wakes nobody. Receiver 2 may give
  *                up instead of waiting (RecvContext cancelled): under RXLOCK it clears
  *                the slot if it holds its waker, or leaves the table.
+ *   Dropper      Optionally, a task dropping the receiver without having polled it (a
+ *                Select whose other branch won): Drop closes the receiver and, as Close,
+ *                wakes the slot's waker and, with MORE, the table's.
  *
  * Checked: no receive waits for ever (a receiver blocked on its wake-up when everything
  * else has ended is an invalid end state); at most one receive gets the value, and when
- * the value was sent one does (the one that did not give up); the table is empty at the
- * end.
- * The broken twin (oneshot.broken.pml): its Send ignores MORE, so a receive waiting in
- * the table is stranded.
+ * the value was sent one does (the one that did not give up) unless the receiver was
+ * dropped; the table is empty at the end.
+ * The broken twins: oneshot.broken.pml's Send ignores MORE, so a receive waiting in the
+ * table is stranded; oneshot-drop.broken.pml's Drop wakes the slot only with MORE, so a
+ * lone receive is stranded by a dropper that never polled.
  */
 #define SENT     1
 #define TXCLOSED 2
@@ -31,7 +35,8 @@
 #define RXLOCK   16
 #define MORE     32
 #define CLAIMED  64
-#define FINAL    (SENT | TXCLOSED)
+#define RXCLOSED 128
+#define FINAL    (SENT | TXCLOSED | RXCLOSED)
 
 byte state = 0;
 byte slot = 0;          /* receiver id whose waker is in the slot; 0: the zero waker */
@@ -40,6 +45,8 @@ bool woken[3];
 byte values = 0;        /* receives that got the value */
 bool sent = false;
 bool gaveUp = false;
+bool dropped = false;   /* the receiver was dropped by a poller that is not waiting */
+bool withDropper = false;
 byte ended = 0;
 
 inline wake(id) { if :: id != 0 -> woken[id] = true :: else -> skip fi }
@@ -58,12 +65,12 @@ proctype Sender() {
 		do
 		:: atomic {
 			if
-			:: ((state & (CLAIMED | TXCLOSED)) != 0) -> goto done
+			:: ((state & (CLAIMED | TXCLOSED | RXCLOSED)) != 0) -> goto done
 			:: else -> state = state | CLAIMED; break
 			fi
 		   }
 		od;
-		atomic { prev = state; state = state | SENT; sent = true };
+		atomic { prev = state; state = state | SENT; sent = ((prev & RXCLOSED) == 0) };
 		if :: ((prev & WAKER) != 0) -> wake(slot) :: else -> skip fi;
 		if :: ((prev & MORE) != 0) -> wakeTable() :: else -> skip fi;
 	:: /* Close */
@@ -87,14 +94,34 @@ done:
 	ended++
 }
 
+/* Dropper: a task that holds the receiver in a Select and drops it without having polled
+ * it (the other branch won): the receiver's Drop closes it and wakes the waiting receives
+ * (the slot's waker even without MORE: it is another's). */
+proctype Dropper() {
+	byte prev;
+	atomic { prev = state; state = state | RXCLOSED; dropped = true };
+	if
+	:: ((prev & (SENT | TAKEN | RXCLOSED)) == SENT) ->
+		d_step { state = state | TAKEN }   /* the value sent and not received is dropped */
+	:: else -> skip
+	fi;
+	if
+	:: ((prev & FINAL) == 0) ->
+		if :: ((prev & WAKER) != 0) -> wake(slot) :: else -> skip fi;
+		if :: ((prev & MORE) != 0) -> wakeTable() :: else -> skip fi
+	:: else -> skip
+	fi;
+	ended++
+}
+
 proctype Receiver(byte me; bool mayGiveUp) {
 	byte st, prev, wid = 0;   /* wid: the waker registered; 0 for the first (probe) poll */
 	bool got = false, locked;
 look:
 	st = state;
 	if
-	:: ((st & TAKEN) != 0) -> goto fin
-	:: ((st & TAKEN) == 0) && ((st & SENT) != 0) ->
+	:: ((st & (TAKEN | RXCLOSED)) != 0) -> goto fin
+	:: ((st & (TAKEN | RXCLOSED)) == 0) && ((st & SENT) != 0) ->
 		atomic {
 			if
 			:: state == st -> state = st | TAKEN; got = true
@@ -102,7 +129,7 @@ look:
 			fi
 		};
 		if :: got -> goto fin :: else -> goto look fi
-	:: ((st & (TAKEN | SENT)) == 0) && ((st & TXCLOSED) != 0) -> goto fin
+	:: ((st & (TAKEN | SENT | RXCLOSED)) == 0) && ((st & TXCLOSED) != 0) -> goto fin
 	:: else -> skip
 	fi;
 	/* lockRx: take RXLOCK unless the state is final */
@@ -193,10 +220,11 @@ init {
 	atomic {
 		run Sender();
 		run Receiver(1, false);
-		run Receiver(2, true)
+		run Receiver(2, true);
+		if :: run Dropper(); withDropper = true :: skip fi
 	};
-	ended == 3;
+	(ended == 3 && !withDropper) || ended == 4;
 	assert(values <= 1);
-	assert(!sent || values == 1);
+	assert(!sent || dropped || values == 1);
 	assert(!table[1] && !table[2])
 }

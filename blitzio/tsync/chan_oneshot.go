@@ -32,7 +32,7 @@ import (
 //     osMore after that removes itself and takes the result. The common single wait
 //     pays one more atomic operation (the CAS taking osRxLock; setting osWaker releases
 //     it) and never touches the table. blitzio/spin/oneshot.pml models this with two
-//     receives, one of which may give up.
+//     receives, one of which may give up, and a Drop by a poller that never polled.
 const (
 	osClaimed  uint32 = 1 << iota // a sender is writing v
 	osSent                        // v is published
