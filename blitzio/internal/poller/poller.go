@@ -106,7 +106,11 @@ type Poller interface {
 // is about to wait for it (after a system call failed with EAGAIN, with its waiter
 // recorded first), so no readiness is lost: the arming itself looks at the fd's state.
 // Arming an armed direction does nothing. Arm is queued like the other submissions of a
-// Completer: it reaches the kernel at the next Poll or Flush.
+// Completer: it reaches the kernel at the next Poll or Flush. One exception to "one
+// event per arming": once the peer has shut down its writing side, the write direction
+// stays armed (io_uring reports the peer's shutdown to every poll, so a one-shot poll
+// for send space would complete at once for ever) and reports each wake-up of the
+// socket until the registration ends.
 type Armer interface {
 	Arm(fd int, token uint64, interest Interest) error
 }

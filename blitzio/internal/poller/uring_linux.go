@@ -314,7 +314,9 @@ type uringSlot struct {
 	// One-shot readiness (IOUringConfig.OneShotReadiness): armed says the slot's poll is
 	// in the kernel; pair is 1 + the slot of the registration's write direction, on its
 	// read slot (0: none yet, made by the first Arm for writing).
-	armed  bool
+	armed bool
+	// multi: a write direction's poll is multishot from now on (see completeOnceLocked).
+	multi  bool
 	pair   uint32
 	token  uint64
 	target uint64 // slotCancel: the user_data it cancels
@@ -540,7 +542,7 @@ func (r *ioUring) allocLocked(kind uint8) uint32 {
 	s.mask = 0
 	s.token = 0
 	s.prev, s.next = 0, 0
-	s.armed, s.pair = false, 0
+	s.armed, s.multi, s.pair = false, false, 0
 	return idx
 }
 
@@ -824,12 +826,16 @@ func (r *ioUring) armOnceLocked(idx uint32) {
 		return
 	}
 	s.armed = true
-	r.pushLocked(&uringSQE{
+	sqe := uringSQE{
 		opcode:   uringOpPollAdd,
 		fd:       s.fd,
 		opFlags:  uringPollEvents(s.mask),
 		userData: uringUserData(idx, s.gen),
-	})
+	}
+	if s.multi {
+		sqe.len = uringPollAddMulti
+	}
+	r.pushLocked(&sqe)
 }
 
 // Deregister queues the cancellation of fd's registration. From now on no event for it
@@ -1396,17 +1402,25 @@ func (r *ioUring) completeLocked(cqe *uringCQE, ev *Event) bool {
 // completeOnceLocked processes the completion of a one-shot readiness poll (slot idx).
 func (r *ioUring) completeOnceLocked(idx uint32, cqe *uringCQE, ev *Event) bool {
 	s := &r.slots[idx]
-	r.inflight--
-	s.armed = false
+	if cqe.flags&uringCQEFMore == 0 {
+		// The poll's last completion: every one-shot poll's only one, and the end of a
+		// write direction's multishot poll (see below).
+		r.inflight--
+		s.armed = false
+	}
 	if s.dead || r.closed {
-		r.freeLocked(idx)
+		if !s.armed {
+			r.freeLocked(idx)
+		}
 		return false
 	}
 	switch {
 	case cqe.res == -int32(unix.ECANCELED) || cqe.res == 0:
 		// Not asked for (a cancellation is asked for only with dead set), or nothing
 		// to report: someone waits for this direction, so arm it again.
-		r.armOnceLocked(idx)
+		if !s.armed {
+			r.armOnceLocked(idx)
+		}
 		return false
 	case cqe.res < 0:
 		// The kernel refused the poll (EBADF: the fd was closed under its
@@ -1415,8 +1429,27 @@ func (r *ioUring) completeOnceLocked(idx uint32, cqe *uringCQE, ev *Event) bool 
 		*ev = Event{Token: s.token, Ready: Readable | Writable | Error, Op: OpReady, More: true, Res: cqe.res, Buf: -1}
 		return true
 	}
-	*ev = Event{Token: s.token, Ready: uringReady(uint32(cqe.res)), Op: OpReady, More: true, Res: cqe.res, Buf: -1}
-	if s.mask == unix.POLLOUT {
+	res := uint32(cqe.res)
+	*ev = Event{Token: s.token, Ready: uringReady(res), Op: OpReady, More: true, Res: cqe.res, Buf: -1}
+	if s.mask != unix.POLLOUT {
+		return true
+	}
+	if res&(unix.POLLOUT|unix.POLLERR|unix.POLLHUP) == 0 {
+		// POLLRDHUP alone: the peer has shut down its writing side, and the socket is
+		// still not writable. io_uring adds POLLRDHUP to every poll's events, so a
+		// POLLOUT poll on such a socket completes at once each time it is armed: a
+		// one-shot poll cannot wait for send space there (re-armed, it would spin;
+		// freed, the writer would sleep for ever, as a half-closing client that reads
+		// the rest of its echo saw). This direction waits on a multishot poll from
+		// now on, which posts at each wake-up of the socket (freed send space among
+		// them) and is kept armed; the read side's news is reported all the same.
+		s.multi = true
+		if !s.armed {
+			r.armOnceLocked(idx)
+		}
+		return true
+	}
+	if !s.multi {
 		// A write direction's slot lives only while a writer waits (a full send buffer
 		// is rare and brief): freed now, an idle connection keeps one slot, its read
 		// direction's. The next Arm for writing makes another.
