@@ -161,6 +161,20 @@ func (fd *netFD) stopListening() {
 	fd.control(func(s int) error { return unix.Shutdown(s, unix.SHUT_RDWR) })
 }
 
+// shutdownWrite shuts down the writing side (shutdown(SHUT_WR)) and wakes the writes
+// waiting on the socket: a Unix stream socket's poll never reports its own SHUT_WR
+// (unix_poll looks at the send buffer only), so a write waiting for room would sleep
+// until the peer reads; woken, it fails with EPIPE.
+func (fd *netFD) shutdownWrite() error {
+	err := fd.control(func(s int) error { return unix.Shutdown(s, unix.SHUT_WR) })
+	if err == nil {
+		if s := fd.sio.Load(); s != nil && s.setReadiness(poller.WriteClosed) {
+			wakeAll(s.takeWaiters(poller.WriteClosed, nil))
+		}
+	}
+	return err
+}
+
 // control runs f on the descriptor, which stays open meanwhile.
 func (fd *netFD) control(f func(int) error) error {
 	if fd.closed.Load() {

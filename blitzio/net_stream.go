@@ -151,7 +151,7 @@ func (s *TCPStream) Writable() Future[error] { return &readyFuture2{fd: s.fd, d:
 // CloseWrite shuts down the writing side (shutdown(SHUT_WR)): the peer reads io.EOF
 // after the bytes already sent; this side can still read.
 func (s *TCPStream) CloseWrite() error {
-	return s.fd.opError("close", "shutdown", s.fd.control(func(fd int) error { return unix.Shutdown(fd, unix.SHUT_WR) }))
+	return s.fd.opError("close", "shutdown", s.fd.shutdownWrite())
 }
 
 // CloseRead shuts down the reading side (shutdown(SHUT_RD)).

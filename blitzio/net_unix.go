@@ -230,7 +230,7 @@ func (s *UnixStream) Writable() Future[error] { return &readyFuture2{fd: s.fd, d
 
 // CloseWrite shuts down the writing side.
 func (s *UnixStream) CloseWrite() error {
-	return s.fd.opError("close", "shutdown", s.fd.control(func(fd int) error { return unix.Shutdown(fd, unix.SHUT_WR) }))
+	return s.fd.opError("close", "shutdown", s.fd.shutdownWrite())
 }
 
 // CloseRead shuts down the reading side (shutdown(SHUT_RD)), as net.UnixConn.CloseRead:
