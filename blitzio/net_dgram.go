@@ -3,7 +3,9 @@
 package blitzio
 
 import (
+	"errors"
 	"net"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,13 +37,28 @@ func (fd *netFD) pollRecvFrom(cx *Context, w *Waker, p []byte, peek bool) (n int
 // pollSendTo sends p as one datagram to sa (nil on a connected socket); dest is sa as
 // the address an error names.
 func (fd *netFD) pollSendTo(cx *Context, w *Waker, p []byte, sa unix.Sockaddr, dest net.Addr) (Result[int], bool) {
+	unixDgram := fd.family == unix.AF_UNIX && fd.sotype == unix.SOCK_DGRAM
 	n, err, ready := fd.pollIO(cx, dirWrite, w, func(s int) (int, error) {
-		return unix.SendmsgN(s, p, nil, sa, unix.MSG_NOSIGNAL)
+		n, err := unix.SendmsgN(s, p, nil, sa, unix.MSG_NOSIGNAL)
+		if err == unix.EAGAIN && unixDgram {
+			// The receiver's queue is full while our own buffer has room: poll says
+			// writable, and no wake-up comes when the receiver drains (the failed send
+			// even wakes this socket itself, freeing its buffer): waiting for
+			// readiness would spin. The caller backs off on a timer instead.
+			pfd := []unix.PollFd{{Fd: int32(s), Events: unix.POLLOUT}}
+			if k, _ := unix.Poll(pfd, 0); k == 1 && pfd[0].Revents&unix.POLLOUT != 0 {
+				return 0, errPeerQueueFull
+			}
+		}
+		return n, err
 	})
 	if !ready {
 		return Result[int]{}, false
 	}
 	*w = Waker{}
+	if err == errPeerQueueFull {
+		return Result[int]{Err: err}, true
+	}
 	if err != nil {
 		// As package net: sendto with a destination (the error names it), write on a
 		// connected socket.
@@ -87,13 +104,38 @@ type sendToFuture struct {
 	dest net.Addr // sa as an error names it
 	err  error
 	w    Waker
+
+	backoff time.Duration
+	sleep   *SleepFuture
 }
+
+var errPeerQueueFull = errors.New("blitzio: receiver's queue full")
 
 func (f *sendToFuture) Poll(cx *Context) (Result[int], bool) {
 	if f.err != nil {
 		return Result[int]{Err: f.err}, true
 	}
-	return f.fd.pollSendTo(cx, &f.w, f.p, f.sa, f.dest)
+	for {
+		if f.sleep != nil {
+			if _, ok := f.sleep.Poll(cx); !ok {
+				return Result[int]{}, false
+			}
+			f.sleep = nil
+		}
+		r, ok := f.fd.pollSendTo(cx, &f.w, f.p, f.sa, f.dest)
+		if ok && r.Err == errPeerQueueFull {
+			f.backoff = min(max(2*f.backoff, 100*time.Microsecond), 20*time.Millisecond)
+			f.sleep = Sleep(f.backoff)
+			continue
+		}
+		return r, ok
+	}
 }
 
-func (f *sendToFuture) Drop() { f.fd.forget(dirWrite, &f.w) }
+func (f *sendToFuture) Drop() {
+	if f.sleep != nil {
+		Drop(f.sleep)
+		f.sleep = nil
+	}
+	f.fd.forget(dirWrite, &f.w)
+}
