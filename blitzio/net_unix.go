@@ -285,7 +285,9 @@ func (c *UnixConn) Close() error {
 	return nil
 }
 
-// SendTo returns a future that sends p as one datagram to addr.
+// SendTo returns a future that sends p as one datagram to addr. While addr's receive
+// queue is full the future retries on a timer (0.1 ms, doubling up to 20 ms): the
+// kernel wakes no unconnected sender when a receiver drains its queue.
 func (c *UnixConn) SendTo(p []byte, addr *net.UnixAddr) Future[Result[int]] {
 	if addr == nil || addr.Name == "" {
 		var dest net.Addr
