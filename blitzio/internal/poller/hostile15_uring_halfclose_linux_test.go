@@ -9,6 +9,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// hostile15DeregisterIdle deregisters fd and checks that the poller is back to idle:
+// only the wake poll in flight, no slot, cancellation or registration left.
+func hostile15DeregisterIdle(t *testing.T, r *ioUring, fd int, tok uint64) {
+	t.Helper()
+	if err := r.Deregister(fd, tok); err != nil {
+		t.Fatal(err)
+	}
+	drainEvents(t, r)
+	if got := hostile14Count(r); got != hostile14Idle {
+		t.Fatalf("after Deregister: %+v, want %+v", got, hostile14Idle)
+	}
+}
+
 // hostile15DrainFor polls r for d and returns what came.
 func hostile15DrainFor(t *testing.T, r *ioUring, d time.Duration) []Event {
 	t.Helper()
@@ -104,13 +117,7 @@ func TestHostile15WriteWaitAfterPeerHalfClose(t *testing.T) {
 			if _, err := unix.Write(a, []byte("x")); err != nil {
 				t.Fatalf("write after Writable: %v", err)
 			}
-			if err := r.Deregister(a, 31); err != nil {
-				t.Fatal(err)
-			}
-			drainEvents(t, r)
-			if got := hostile14Count(r); got != hostile14Idle {
-				t.Fatalf("after Deregister: %+v, want %+v", got, hostile14Idle)
-			}
+			hostile15DeregisterIdle(t, r, a, 31)
 		})
 	}
 }

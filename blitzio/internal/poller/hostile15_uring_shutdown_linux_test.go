@@ -224,13 +224,7 @@ func TestHostile15MultiWriteManyWaits(t *testing.T) {
 			if total > rounds*64 {
 				t.Fatalf("%d events for %d write waits: a storm", total, rounds)
 			}
-			if err := r.Deregister(a, tok); err != nil {
-				t.Fatal(err)
-			}
-			drainEvents(t, r)
-			if got := hostile14Count(r); got != hostile14Idle {
-				t.Fatalf("after Deregister: %+v, want %+v", got, hostile14Idle)
-			}
+			hostile15DeregisterIdle(t, r, a, tok)
 		})
 	}
 }
@@ -400,13 +394,7 @@ func TestHostile15MultiWritePeerReset(t *testing.T) {
 	if evs := hostile15DrainFor(t, r, 100*time.Millisecond); len(evs) > 2 {
 		t.Fatalf("events keep coming after one arming of a reset socket: %+v", evs)
 	}
-	if err := r.Deregister(a, tok); err != nil {
-		t.Fatal(err)
-	}
-	drainEvents(t, r)
-	if got := hostile14Count(r); got != hostile14Idle {
-		t.Fatalf("after Deregister: %+v, want %+v", got, hostile14Idle)
-	}
+	hostile15DeregisterIdle(t, r, a, tok)
 }
 
 // Our own shutdown of the reading side while a write is armed on a full send buffer
@@ -458,13 +446,7 @@ func TestHostile15OwnShutReadWithWriteArmed(t *testing.T) {
 				}
 				tally.add(polled[:n])
 			}
-			if err := r.Deregister(a, tok); err != nil {
-				t.Fatal(err)
-			}
-			drainEvents(t, r)
-			if got := hostile14Count(r); got != hostile14Idle {
-				t.Fatalf("after Deregister: %+v, want %+v", got, hostile14Idle)
-			}
+			hostile15DeregisterIdle(t, r, a, tok)
 		})
 	}
 }
@@ -498,13 +480,7 @@ func TestHostile15OwnShutWriteWithWriteArmed(t *testing.T) {
 	if _, err := unix.Write(a, []byte("x")); err != unix.EPIPE {
 		t.Fatalf("write after our SHUT_WR: %v, want EPIPE", err)
 	}
-	if err := r.Deregister(a, tok); err != nil {
-		t.Fatal(err)
-	}
-	drainEvents(t, r)
-	if got := hostile14Count(r); got != hostile14Idle {
-		t.Fatalf("after Deregister: %+v, want %+v", got, hostile14Idle)
-	}
+	hostile15DeregisterIdle(t, r, a, tok)
 }
 
 // The kernel fact behind blitzio's TestHostile15CloseWriteReleasesWaitingWriter: on a
@@ -536,13 +512,7 @@ func TestHostile15UnixShutWriteReportsNothing(t *testing.T) {
 	if readyFor(evs, tok)&Writable != 0 {
 		t.Logf("this kernel reports a Unix socket's own SHUT_WR to a write poll: %+v", evs)
 	}
-	if err := r.Deregister(a, tok); err != nil {
-		t.Fatal(err)
-	}
-	drainEvents(t, r)
-	if got := hostile14Count(r); got != hostile14Idle {
-		t.Fatalf("after Deregister: %+v, want %+v", got, hostile14Idle)
-	}
+	hostile15DeregisterIdle(t, r, a, tok)
 }
 
 // Close of the ring while a write direction waits on its multishot poll (peer
@@ -681,13 +651,7 @@ func TestHostile15MultiWriteFromExitingThread(t *testing.T) {
 					t.Fatalf("error event for a poll made by an exited thread: %+v", ev)
 				}
 			}
-			if err := r.Deregister(a, tok); err != nil {
-				t.Fatal(err)
-			}
-			drainEvents(t, r)
-			if got := hostile14Count(r); got != hostile14Idle {
-				t.Fatalf("after Deregister: %+v, want %+v", got, hostile14Idle)
-			}
+			hostile15DeregisterIdle(t, r, a, tok)
 		})
 	}
 }
