@@ -60,6 +60,19 @@ func hostile15ConnPair(t *testing.T, b blitzio.Backend) (*stream.Conn, *net.TCPC
 	return c, cli
 }
 
+// hostile15HalfClosedConnPair is hostile15ConnPair with the peer's writing side shut
+// down and 30 s deadlines on both ends.
+func hostile15HalfClosedConnPair(t *testing.T, b blitzio.Backend) (*stream.Conn, *net.TCPConn) {
+	t.Helper()
+	c, cli := hostile15ConnPair(t, b)
+	if err := cli.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	cli.SetDeadline(time.Now().Add(30 * time.Second))
+	return c, cli
+}
+
 // The peer half-closes; the adapter's Read gives io.EOF (again on a second Read), its
 // Write of 8 MiB (waiting for room on the half-closed socket) completes while the peer
 // reads slowly, and its CloseWrite then ends the peer's stream: a CloseWrite on a peer
@@ -67,12 +80,7 @@ func hostile15ConnPair(t *testing.T, b blitzio.Backend) (*stream.Conn, *net.TCPC
 func TestHostile15StreamConnHalfClosedPeer(t *testing.T) {
 	defer watchdog(t, 120*time.Second)()
 	hostile15Backends(t, func(t *testing.T, b blitzio.Backend) {
-		c, cli := hostile15ConnPair(t, b)
-		if err := cli.CloseWrite(); err != nil {
-			t.Fatal(err)
-		}
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		cli.SetDeadline(time.Now().Add(30 * time.Second))
+		c, cli := hostile15HalfClosedConnPair(t, b)
 		for i := range 2 {
 			if n, err := c.Read(make([]byte, 16)); n != 0 || err != io.EOF {
 				t.Fatalf("adapter Read %d after the peer's half-close: %d, %v; want 0, io.EOF", i, n, err)
@@ -110,12 +118,7 @@ func TestHostile15StreamConnHalfClosedPeer(t *testing.T) {
 func TestHostile15StreamConnCloseWriteWhileWriteWaits(t *testing.T) {
 	defer watchdog(t, 120*time.Second)()
 	hostile15Backends(t, func(t *testing.T, b blitzio.Backend) {
-		c, cli := hostile15ConnPair(t, b)
-		if err := cli.CloseWrite(); err != nil {
-			t.Fatal(err)
-		}
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		cli.SetDeadline(time.Now().Add(30 * time.Second))
+		c, cli := hostile15HalfClosedConnPair(t, b)
 		if n, err := c.Read(make([]byte, 16)); n != 0 || err != io.EOF {
 			t.Fatalf("adapter Read after the peer's half-close: %d, %v", n, err)
 		}
