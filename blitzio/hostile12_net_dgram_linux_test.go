@@ -161,18 +161,19 @@ func TestHostile12NetUDPErrors(t *testing.T) {
 					t.Skipf("no %s loopback: %v", r.network, err)
 				}
 				peer := peerConn.LocalAddr().(*net.UDPAddr)
-				if r.connected {
-					peerConn.Close()
-				} else {
-					defer peerConn.Close()
-				}
+				defer peerConn.Close()
 				var nc *net.UDPConn
 				var oc *UDPConn
 				if r.connected {
+					// Both dial while the peer still holds its port, and only then
+					// is it closed: dialed after it, either socket could be given
+					// that same ephemeral port and be connected to itself (CI saw
+					// 127.0.0.1:59470->127.0.0.1:59470).
 					nc, err = net.DialUDP(r.network, nil, peer)
 					if err == nil {
 						oc, err = DialUDP(r.network, nil, peer)
 					}
+					peerConn.Close()
 				} else {
 					nc, err = net.ListenUDP(r.network, &net.UDPAddr{IP: ip})
 					if err == nil {
