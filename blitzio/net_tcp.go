@@ -325,6 +325,8 @@ type dialFuture struct {
 	w        Waker
 	lastErr  error
 	done     bool
+	// selfRetries counts the attempts made again because a connection met itself.
+	selfRetries int
 }
 
 // sharedWaker is the waker a context's AfterFunc calls (from any goroutine): the future
@@ -445,6 +447,9 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 				return f.fail(f.lastErr)
 			}
 			if err := f.start(cx); err != nil {
+				if f.retrySelfConnect(err) {
+					continue
+				}
 				f.lastErr = err
 				f.addrs = f.addrs[1:]
 				continue
@@ -477,6 +482,9 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 			return Result[*TCPStream]{}, false
 		}
 		if err != nil {
+			if f.retrySelfConnect(err) {
+				continue
+			}
 			f.lastErr = f.fd.opError("dial", "connect", err)
 			f.fd.forget(dirWrite, &f.w)
 			f.fd.Close()
@@ -487,12 +495,45 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 		if lsa, err := unix.Getsockname(int(f.fd.fd)); err == nil {
 			f.fd.laddr = sockaddrToTCP(lsa)
 		}
+		if f.retrySelfConnect(nil) {
+			continue
+		}
 		s := &TCPStream{fd: f.fd}
 		f.fd = nil
 		f.w = Waker{}
 		f.cleanup()
 		return Result[*TCPStream]{Value: s}, true
 	}
+}
+
+// retrySelfConnect closes f.fd and reports true when the attempt should be made again
+// to the same address, as net.DialTCP does, at most twice: when the kernel gave a socket
+// with no local port asked for the very port it dials, TCP's simultaneous open connects
+// the socket to itself (possible when nothing listens on a port of the local ephemeral
+// range), and when connect fails with a spurious EADDRNOTAVAIL. err is the connect's
+// error (f.fd may then be nil); nil for a connection made.
+func (f *dialFuture) retrySelfConnect(err error) bool {
+	if f.selfRetries >= 2 || (f.laddr != nil && f.laddr.Port != 0) {
+		return false
+	}
+	if err != nil {
+		if !errors.Is(err, unix.EADDRNOTAVAIL) {
+			return false
+		}
+	} else {
+		l, lok := f.fd.laddr.(*net.TCPAddr)
+		r, rok := f.fd.raddr.(*net.TCPAddr)
+		if !lok || !rok || l == nil || r == nil || l.Port != r.Port || !l.IP.Equal(r.IP) {
+			return false
+		}
+	}
+	f.selfRetries++
+	if f.fd != nil {
+		f.fd.forget(dirWrite, &f.w)
+		f.fd.Close()
+		f.fd = nil
+	}
+	return true
 }
 
 func mapContextErr(err error) error {
@@ -625,6 +666,10 @@ func netipParse(host string) (*net.TCPAddr, error) {
 }
 
 // start opens a socket for f.addrs[0] and begins the non-blocking connect.
+// testHookDialBind, set by tests only, gives a dial with no local address asked for one
+// to bind to (nil: none), so a test can make the kernel's choice of port.
+var testHookDialBind func(raddr *net.TCPAddr) *net.TCPAddr
+
 func (f *dialFuture) start(cx *Context) error {
 	raddr := f.addrs[0]
 	if raddr == nil {
@@ -658,8 +703,12 @@ func (f *dialFuture) start(cx *Context) error {
 	}
 	unix.SetsockoptInt(s, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	setKeepAliveConfig(s, defaultKeepAlive) // as net.DialTCP
-	if f.laddr != nil {
-		lsa, err := ipZoneToSockaddr(family, f.laddr.IP, f.laddr.Port, f.laddr.Zone)
+	laddr := f.laddr
+	if laddr == nil && testHookDialBind != nil {
+		laddr = testHookDialBind(raddr)
+	}
+	if laddr != nil {
+		lsa, err := ipZoneToSockaddr(family, laddr.IP, laddr.Port, laddr.Zone)
 		if err == nil {
 			err = unix.Bind(s, lsa)
 			if err != nil {
