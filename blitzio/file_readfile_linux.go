@@ -3,6 +3,7 @@ package blitzio
 import (
 	"io/fs"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -143,8 +144,10 @@ func openCached(name string, flags int) (int, error) {
 // opens nothing: opening a FIFO, even non-blocking, would pair with a writer waiting in
 // its open and then hang up on it) of a local file system (localFS), its path resolved
 // from the kernel's caches only (openCached). stx receives the statx of the O_PATH
-// descriptor with the type, the mount id and mask. It returns what openCached returns
-// for the second open; -1 and nil also when the name is not a local regular file.
+// descriptor with the type, the mount id and mask. The file is then opened through that
+// descriptor (reopenPath), not by name again. It returns the descriptor, or -1 and the
+// *fs.PathError of a name that does not resolve, or -1 and nil when the pool must do
+// the open (the name is not a local regular file, or an open could wait).
 func openCachedRegular(name string, pathFlags, flags, mask int, stx *unix.Statx_t) (int, error) {
 	pathFD, err := openCached(name, unix.O_PATH|unix.O_CLOEXEC|pathFlags)
 	if pathFD < 0 {
@@ -158,7 +161,32 @@ func openCachedRegular(name string, pathFlags, flags, mask int, stx *unix.Statx_
 	if h := openRegularHook.Load(); h != nil {
 		(*h)(name)
 	}
-	return openCached(name, flags)
+	return reopenPath(pathFD, flags), nil
+}
+
+// reopenPath opens the file an O_PATH descriptor refers to with flags, through its
+// /proc/self/fd entry: the very file whose type was checked, whatever the name is by
+// now. Opening the name again would open whatever a rename put there in between, and
+// opening a FIFO, even non-blocking, pairs with a writer waiting in its open; closing
+// it then hangs up on that writer. The walk goes through procfs only, held in memory,
+// and the magic link hands the open the checked file without a look at its path; so
+// this open waits no more than the first one did. O_NOFOLLOW is left out (the O_PATH
+// open honoured it; here it would refuse the magic link itself). It returns -1 for any
+// failure (no /proc mounted, a permission the pool's os.OpenFile will report in its
+// own form): the pool then opens the name.
+func reopenPath(pathFD, flags int) int {
+	var buf [32]byte
+	path := strconv.AppendInt(append(buf[:0], "/proc/self/fd/"...), int64(pathFD), 10)
+	for {
+		fd, err := unix.Openat(unix.AT_FDCWD, string(path), flags&^unix.O_NOFOLLOW, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1
+		}
+		return fd
+	}
 }
 
 // openRegularHook, set by tests only, runs in openCachedRegular between the look at the

@@ -521,12 +521,19 @@ func TestHostile11FileprocReadFileRenamedOver(t *testing.T) {
 }
 
 // TestHostile11FileprocRenamedToFIFO: the name becomes a FIFO between the worker's look
-// at its type and its open. The worker must not read it as a regular file: ReadFile and
-// OpenFile hand the name to the pool, which opens the FIFO as os does (waiting for a
-// writer, on the pool), and the writer's bytes come back.
+// at its type and its open. The worker opens the file whose type it checked (through
+// its O_PATH descriptor), never the FIFO: ReadFile and OpenFile read the regular file,
+// as if they had run just before the rename. Opening the FIFO by name, even
+// non-blocking, then closing it on seeing its type (as the worker once did) paired with
+// a writer waiting in its open, and hung up on it: the writer got EPIPE and a later
+// reader waited for ever (CI hit it on a loaded machine). inotify proves the FIFO was
+// never opened; a non-blocking writer's open then finds no reader (ENXIO).
 func TestHostile11FileprocRenamedToFIFO(t *testing.T) {
 	if !noWaitOpenUsable() {
 		t.Skip("no openat2 RESOLVE_CACHED here")
+	}
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skipf("no /proc here: %v", err)
 	}
 	t.Setenv(fileIOEnv, "auto")
 	rt := fileRT(t)
@@ -538,6 +545,14 @@ func TestHostile11FileprocRenamedToFIFO(t *testing.T) {
 		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 			t.Skipf("mkfifo: %v", err)
 		}
+		in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+		if err != nil {
+			t.Skipf("inotify: %v", err)
+		}
+		defer unix.Close(in)
+		if _, err := unix.InotifyAddWatch(in, fifo, unix.IN_OPEN|unix.IN_CLOSE); err != nil {
+			t.Fatal(err)
+		}
 		var swapped atomic.Bool
 		hook := func(n string) {
 			if n == name && swapped.CompareAndSwap(false, true) {
@@ -545,41 +560,30 @@ func TestHostile11FileprocRenamedToFIFO(t *testing.T) {
 			}
 		}
 		openRegularHook.Store(&hook)
-		var h JoinHandle[Result[[]byte]]
+		var got []byte
 		if how == "ReadFile" {
-			h = Spawn(rt, ReadFile(name))
+			got = must(t, rt, ReadFile(name))
 		} else {
-			h = Spawn(rt, Async(func(co *Co) Result[[]byte] {
-				r := Await(co, OpenFile(name, os.O_RDONLY, 0))
-				if r.Err != nil {
-					return Result[[]byte]{Err: r.Err}
-				}
-				defer Await(co, r.Value.Close())
-				return Await(co, readAll(r.Value))
-			}))
+			f := must(t, rt, OpenFile(name, os.O_RDONLY, 0))
+			got = must(t, rt, readAll(f))
+			must(t, rt, f.Close())
 		}
-		waitFor(t, "the worker's look at the name", swapped.Load)
 		openRegularHook.Store(nil)
-		// The writer opens only once the pool runs the open. Known gap: the worker's
-		// second open (O_NONBLOCK, by name, after the type check) opens the FIFO that
-		// the rename put there, and closes it when it sees it is no regular file; a
-		// writer whose open paired with that transient reader gets EPIPE, and the pool's
-		// open then waits for a writer for ever (CI hit it on a loaded machine).
-		waitFor(t, "the pool's open of the name", func() bool {
-			p := &rt.blocking
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			return p.threads > p.idle
-		})
-		w, err := os.OpenFile(name, os.O_WRONLY, 0) // pairs with the pool's open
-		if err != nil {
-			t.Fatal(err)
+		if !swapped.Load() {
+			t.Fatalf("%s: the worker's path did not run", how)
 		}
-		w.Write([]byte("from the fifo"))
-		w.Close()
-		r, err := waitHandleFor(t, h, how+" of a name that became a FIFO")
-		if err != nil || r.Err != nil || string(r.Value) != "from the fifo" {
-			t.Fatalf("%s of a name that became a FIFO: %q %v %v", how, r.Value, err, r.Err)
+		if string(got) != "regular" {
+			t.Fatalf("%s of a name that became a FIFO after its type was checked: %q; want the regular file checked", how, got)
+		}
+		buf := make([]byte, 4096)
+		if n, err := unix.Read(in, buf); err != unix.EAGAIN {
+			t.Fatalf("%s: the FIFO put over the name was opened (inotify read %d bytes, %v)", how, n, err)
+		}
+		if fd, err := unix.Open(name, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err != unix.ENXIO {
+			if err == nil {
+				unix.Close(fd)
+			}
+			t.Fatalf("%s: a writer's non-blocking open of the FIFO: %v; want ENXIO, no reader", how, err)
 		}
 	}
 }
