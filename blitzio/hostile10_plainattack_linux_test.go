@@ -88,6 +88,23 @@ func cacheOnlyFirstPage(t *testing.T, rnd *os.File) {
 	}
 }
 
+// pageCached reports whether the page at off of rnd's file is in the page cache: a
+// one-byte RWF_NOWAIT read, which fails with EAGAIN instead of reading a missing page
+// (and, rnd having POSIX_FADV_RANDOM, starts no read-ahead).
+func pageCached(t *testing.T, rnd *os.File, off int64) bool {
+	t.Helper()
+	var cached bool
+	rc, err := rnd.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Control(func(fd uintptr) {
+		n, err := unix.Preadv2(int(fd), [][]byte{make([]byte, 1)}, off, unix.RWF_NOWAIT)
+		cached = err == nil && n == 1
+	})
+	return cached
+}
+
 // sameOutcome reports whether two ReadAt outcomes are the same: count, bytes, and error
 // (same type and text, so a *fs.PathError with the same Op, Path and errno).
 func sameOutcome(n1 int, err1 error, p1 []byte, n2 int, err2 error, p2 []byte) bool {
@@ -121,6 +138,12 @@ func TestHostile10PlainPartialReadIsNotAHit(t *testing.T) {
 			t.Fatalf("trusted after %d reads that each found only their first page cached (credit %d)", partial, f.b.nw.credit.Load())
 		}
 		cacheOnlyFirstPage(t, rnd)
+		if pageCached(t, rnd, 4096) {
+			// FADV_DONTNEED is best effort: a page it could not drop (busy on a
+			// loaded machine) would make this read a full hit, rightly counted. CI
+			// once saw 16 of those in a row, and the trust they earned.
+			continue
+		}
 		n, ok := readNoWait(nil, f.b, p, 0)
 		if !ok {
 			continue
