@@ -65,10 +65,10 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 	}
 	defer unix.Close(fd)
 	// The size is the one statx saw through the O_PATH descriptor, a hint only: the
-	// name may have been replaced since (a rename over it, the way files are updated
-	// atomically), so the loop below takes a short read as the end of the file only
-	// where it cannot be anything else (see there). A FIFO put there in between fails
-	// the reads with ESPIPE, and the pool does the work.
+	// file opened is the one checked, but it may have grown or shrunk since (and a
+	// rename over the name since leaves it the old file, as if ReadFile had run just
+	// before), so the loop below takes a short read as the end of the file only where
+	// it cannot be anything else (see there).
 	sizeSeen := int64(stx.Size)
 	size := int(stx.Size)
 	if int64(size) != int64(stx.Size) || size < 0 {
@@ -103,9 +103,9 @@ func readFileNoWait(name string) (data []byte, ok bool, err error) {
 			// appended since the statx are left out, as they would be by a ReadFile
 			// that ran a moment earlier. A short read that ends on a page boundary
 			// proves nothing: RWF_NOWAIT stops at the first page not in the page
-			// cache, and the file open may not be the one statx saw (a larger file
-			// renamed over the name, whose first pages only are cached: ending there
-			// would return a torn mix). A size of 0 proves nothing either (procfs
+			// cache, and the file may have grown since statx saw it (rewritten in
+			// place, its first pages only cached: ending there would return a torn
+			// mix). A size of 0 proves nothing either (procfs
 			// reports 0 for files with content). Those files are read on, until a read
 			// of 0 or a miss that sends the work to the pool.
 			return data, true, nil
@@ -273,9 +273,9 @@ func openNoWait(name string, flag int) (f *os.File, fd int, ok bool, err error) 
 	if fd < 0 {
 		return nil, -1, err != nil, err
 	}
-	// The name may have been replaced between the two opens: the File must know
-	// whether what it got is a regular file (a FIFO put there in between was opened
-	// without waiting, thanks to O_NONBLOCK; the pool opens it again, as os would).
+	// The file opened is the one whose type was checked (reopenPath); the File's
+	// ring path relies on a regular file, so its type is confirmed on the descriptor
+	// itself, which costs one fstat.
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
