@@ -295,13 +295,19 @@ func DialTCP(network string, laddr, raddr *net.TCPAddr) Future[Result[*TCPStream
 
 // Dial connects to address ("host:port") on network "tcp", "tcp4" or "tcp6". A host
 // name is resolved with net.DefaultResolver on the runtime's blocking pool, and the
-// addresses are tried in order until one connects.
+// addresses are tried as net.Dial tries them: in order until one connects, and on
+// "tcp", for a name with addresses of both families, with Happy Eyeballs (RFC 6555):
+// the other family's addresses start 300 ms after the first family's (or as soon as
+// those have all failed), and the first connection made wins. When every address
+// fails, the error is the first address's.
 func Dial(network, address string) Future[Result[*TCPStream]] {
 	return DialContext(context.Background(), network, address)
 }
 
 // DialContext is Dial with a context: when ctx ends first, the dial fails with an error
-// wrapping ctx.Err() (a net.Error with Timeout() true for a deadline).
+// wrapping ctx.Err() (a net.Error with Timeout() true for a deadline). As with
+// net.Dialer, a deadline is shared among the addresses left to try (an equal share
+// each, at least 2 s), so that one address that never answers does not use it up.
 func DialContext(ctx context.Context, network, address string) Future[Result[*TCPStream]] {
 	if ctx == nil {
 		panic("blitzio: DialContext called with a nil context.Context")
@@ -321,12 +327,13 @@ type dialFuture struct {
 	resolve  *JoinHandle[Result[[]net.IPAddr]]
 	stopCtx  func() bool
 	ctxWaker *sharedWaker
-	fd       *netFD
-	w        Waker
-	lastErr  error
 	done     bool
-	// selfRetries counts the attempts made again because a connection met itself.
-	selfRetries int
+	split    bool // addrs handed to the racers
+
+	primary, fallback dialRacer
+	fallbackTimer     *SleepFuture
+	// cur is the address last tried, which an end of the context names.
+	cur *net.TCPAddr
 }
 
 // sharedWaker is the waker a context's AfterFunc calls (from any goroutine): the future
@@ -361,22 +368,29 @@ func (s *sharedWaker) wake() {
 func (f *dialFuture) fail(err error) (Result[*TCPStream], bool) {
 	f.cleanup()
 	// As net.DialTCP: Source is the local address asked for and Addr the address
-	// dialed, even once the attempt has consumed it from f.addrs (an address of the
-	// wrong family, a failed socket call); nil interfaces, never typed nils.
-	var raddr, laddr net.Addr
-	if f.raddr != nil {
-		raddr = f.raddr
-	} else if len(f.addrs) > 0 && f.addrs[0] != nil {
-		raddr = f.addrs[0]
+	// dialed (the one being tried when the context ended), never typed nils.
+	raddr := f.raddr
+	if raddr == nil {
+		raddr = f.cur
+	}
+	return Result[*TCPStream]{Err: f.opErr(raddr, err)}, true
+}
+
+// opErr is err as a dial's *net.OpError naming raddr, as net's (err itself when it is
+// one already).
+func (f *dialFuture) opErr(raddr *net.TCPAddr, err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return err
+	}
+	var ra, la net.Addr
+	if raddr != nil {
+		ra = raddr
 	}
 	if f.laddr != nil {
-		laddr = f.laddr
+		la = f.laddr
 	}
-	var oe *net.OpError
-	if !errors.As(err, &oe) {
-		err = &net.OpError{Op: "dial", Net: f.network, Source: laddr, Addr: raddr, Err: err}
-	}
-	return Result[*TCPStream]{Err: err}, true
+	return &net.OpError{Op: "dial", Net: f.network, Source: la, Addr: ra, Err: err}
 }
 
 func (f *dialFuture) cleanup() {
@@ -389,11 +403,11 @@ func (f *dialFuture) cleanup() {
 		f.resolve.Abort()
 		f.resolve = nil
 	}
-	if f.fd != nil {
-		f.fd.forget(dirWrite, &f.w)
-		f.fd.Close()
-		f.fd = nil
+	for _, rc := range []*dialRacer{&f.primary, &f.fallback} {
+		rc.closeFD()
+		rc.dropTimer()
 	}
+	f.dropFallbackTimer()
 }
 
 func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
@@ -438,26 +452,145 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 			return r, true
 		}
 	}
-	for {
-		if f.fd == nil {
-			if len(f.addrs) == 0 {
-				if f.lastErr == nil {
-					f.lastErr = errors.New("no addresses")
-				}
-				return f.fail(f.lastErr)
+	if !f.split {
+		f.split = true
+		f.primary.addrs = f.addrs
+		if len(f.addrs) == 0 {
+			return f.fail(errors.New("no addresses"))
+		}
+		if f.network == "tcp" && f.laddr == nil && len(f.addrs) > 1 {
+			// As net.Dialer (dual stack, RFC 6555 "Happy Eyeballs"): the addresses of
+			// the first one's family are tried in order, and those of the other family
+			// start too if no connection is made within dialFallbackDelay or once the
+			// first family's have all failed. The first connection made wins.
+			f.primary.addrs, f.fallback.addrs = partitionByFamily(f.addrs)
+		}
+	}
+	if s := f.primary.poll(cx, f); s != nil {
+		return f.won(s)
+	}
+	if len(f.fallback.addrs) > 0 && !f.fallback.started {
+		if !f.primary.failed {
+			if f.fallbackTimer == nil {
+				f.fallbackTimer = Sleep(dialFallbackDelay)
 			}
-			if err := f.start(cx); err != nil {
-				if f.retrySelfConnect(err) {
-					continue
+			if _, ok := f.fallbackTimer.Poll(cx); !ok {
+				return Result[*TCPStream]{}, false
+			}
+		}
+		f.fallback.started = true
+		f.dropFallbackTimer()
+	}
+	if f.fallback.started {
+		if s := f.fallback.poll(cx, f); s != nil {
+			return f.won(s)
+		}
+	}
+	if !f.primary.failed || (f.fallback.started && !f.fallback.failed) {
+		return Result[*TCPStream]{}, false
+	}
+	// Every address failed: the error of the first one tried is the one that tells
+	// most, as net's.
+	err := f.primary.firstErr
+	if err == nil {
+		err = f.fallback.firstErr
+	}
+	return f.fail(err)
+}
+
+// dialFallbackDelay is how long a dial to a name of both address families waits for
+// its first family before it tries the other as well: net.Dialer's default
+// FallbackDelay.
+const dialFallbackDelay = 300 * time.Millisecond
+
+// partitionByFamily splits addrs into those of the first address's family and the rest,
+// each in its order.
+func partitionByFamily(addrs []*net.TCPAddr) (primaries, fallbacks []*net.TCPAddr) {
+	v4 := addrs[0].IP.To4() != nil
+	for _, a := range addrs {
+		if (a.IP.To4() != nil) == v4 {
+			primaries = append(primaries, a)
+		} else {
+			fallbacks = append(fallbacks, a)
+		}
+	}
+	return primaries, fallbacks
+}
+
+// won hands the stream s made by one of the racers to the caller: the other's attempt
+// is closed.
+func (f *dialFuture) won(s *TCPStream) (Result[*TCPStream], bool) {
+	f.cleanup()
+	return Result[*TCPStream]{Value: s}, true
+}
+
+func (f *dialFuture) dropFallbackTimer() {
+	if f.fallbackTimer != nil {
+		f.fallbackTimer.Drop()
+		f.fallbackTimer = nil
+	}
+}
+
+// dialRacer tries a list of addresses one after the other (net's dialSerial): a dial
+// has one, or two racing (the address families of a dual-stack name, see Poll).
+type dialRacer struct {
+	addrs []*net.TCPAddr // addrs[0] is the one being tried
+	fd    *netFD
+	w     Waker
+	// timer ends the current attempt at its share of the context's deadline.
+	timer    *SleepFuture
+	firstErr error
+	// selfRetries counts the attempts made again on the current address because a
+	// connection met itself.
+	selfRetries     int
+	started, failed bool
+}
+
+// poll makes progress on rc's attempts: the stream once one connects, nil while pending
+// (rc.failed false) or once every address failed (rc.failed true).
+func (rc *dialRacer) poll(cx *Context, f *dialFuture) *TCPStream {
+	for !rc.failed {
+		if rc.fd == nil {
+			if len(rc.addrs) == 0 {
+				rc.failed = true
+				return nil
+			}
+			raddr := rc.addrs[0]
+			f.cur = raddr
+			if rc.timer == nil && f.ctx != nil {
+				if dl, ok := f.ctx.Deadline(); ok {
+					// As net's dialSerial: each address left gets an equal share of the
+					// time left, at least 2 s, so that one address that never answers
+					// does not use up the whole deadline.
+					pd, ok := partialDeadline(time.Now(), dl, len(rc.addrs))
+					if !ok {
+						rc.next(f.opErr(raddr, timeoutError{}))
+						continue
+					}
+					if pd.Before(dl) {
+						rc.timer = SleepUntil(pd)
+					}
 				}
-				f.lastErr = err
-				f.addrs = f.addrs[1:]
+			}
+			fd, err := f.start(cx, raddr)
+			if err != nil {
+				if !rc.retry(f, err) {
+					rc.next(f.opErr(raddr, err))
+				}
+				continue
+			}
+			rc.fd = fd
+		}
+		if rc.timer != nil {
+			if _, ok := rc.timer.Poll(cx); ok {
+				rc.next(f.opErr(rc.addrs[0], timeoutError{}))
 				continue
 			}
 		}
 		// Wait for the connect to finish: the socket turns writable.
-		_, err, ok := f.fd.pollIO(cx, dirWrite, &f.w, func(fd int) (int, error) {
-			v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		fd := rc.fd
+		_, err, ok := fd.pollIO(cx, dirWrite, &rc.w, func(sfd int) (int, error) {
+			v, err := unix.GetsockoptInt(sfd, unix.SOL_SOCKET, unix.SO_ERROR)
 			if err != nil {
 				return 0, err
 			}
@@ -465,12 +598,12 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 			case 0, unix.EISCONN:
 				// No pending error can also mean "still connecting" (a spurious
 				// wake): only a peer address says the connection is made.
-				rsa, err := unix.Getpeername(fd)
+				rsa, err := unix.Getpeername(sfd)
 				if err == unix.ENOTCONN {
 					return 0, unix.EAGAIN
 				}
 				if err == nil {
-					f.fd.raddr = sockaddrToTCP(rsa)
+					fd.raddr = sockaddrToTCP(rsa)
 				}
 				return 0, err
 			case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
@@ -479,41 +612,47 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 			return 0, syscall.Errno(v)
 		})
 		if !ok {
-			return Result[*TCPStream]{}, false
+			return nil
 		}
 		if err != nil {
-			if f.retrySelfConnect(err) {
-				continue
+			if !rc.retry(f, err) {
+				rc.next(fd.opError("dial", "connect", err))
 			}
-			f.lastErr = f.fd.opError("dial", "connect", err)
-			f.fd.forget(dirWrite, &f.w)
-			f.fd.Close()
-			f.fd = nil
-			f.addrs = f.addrs[1:]
 			continue
 		}
-		if lsa, err := unix.Getsockname(int(f.fd.fd)); err == nil {
-			f.fd.laddr = sockaddrToTCP(lsa)
+		if lsa, err := unix.Getsockname(int(fd.fd)); err == nil {
+			fd.laddr = sockaddrToTCP(lsa)
 		}
-		if f.retrySelfConnect(nil) {
+		if rc.retry(f, nil) {
 			continue
 		}
-		s := &TCPStream{fd: f.fd}
-		f.fd = nil
-		f.w = Waker{}
-		f.cleanup()
-		return Result[*TCPStream]{Value: s}, true
+		rc.fd = nil
+		rc.w = Waker{}
+		rc.dropTimer()
+		return &TCPStream{fd: fd}
 	}
+	return nil
 }
 
-// retrySelfConnect closes f.fd and reports true when the attempt should be made again
-// to the same address, as net.DialTCP does, at most twice: when the kernel gave a socket
+// next records err as the current address's failure and moves on to the next address.
+func (rc *dialRacer) next(err error) {
+	if rc.firstErr == nil {
+		rc.firstErr = err
+	}
+	rc.closeFD()
+	rc.dropTimer()
+	rc.addrs = rc.addrs[1:]
+	rc.selfRetries = 0
+}
+
+// retry closes the current attempt and reports true when it should be made again to
+// the same address, as net.DialTCP does, at most twice: when the kernel gave a socket
 // with no local port asked for the very port it dials, TCP's simultaneous open connects
 // the socket to itself (possible when nothing listens on a port of the local ephemeral
-// range), and when connect fails with a spurious EADDRNOTAVAIL. err is the connect's
-// error (f.fd may then be nil); nil for a connection made.
-func (f *dialFuture) retrySelfConnect(err error) bool {
-	if f.selfRetries >= 2 || (f.laddr != nil && f.laddr.Port != 0) {
+// range), and when connect fails with a spurious EADDRNOTAVAIL. err is the attempt's
+// error (rc.fd may then be nil); nil for a connection made.
+func (rc *dialRacer) retry(f *dialFuture, err error) bool {
+	if rc.selfRetries >= 2 || (f.laddr != nil && f.laddr.Port != 0) {
 		return false
 	}
 	if err != nil {
@@ -521,19 +660,47 @@ func (f *dialFuture) retrySelfConnect(err error) bool {
 			return false
 		}
 	} else {
-		l, lok := f.fd.laddr.(*net.TCPAddr)
-		r, rok := f.fd.raddr.(*net.TCPAddr)
+		l, lok := rc.fd.laddr.(*net.TCPAddr)
+		r, rok := rc.fd.raddr.(*net.TCPAddr)
 		if !lok || !rok || l == nil || r == nil || l.Port != r.Port || !l.IP.Equal(r.IP) {
 			return false
 		}
 	}
-	f.selfRetries++
-	if f.fd != nil {
-		f.fd.forget(dirWrite, &f.w)
-		f.fd.Close()
-		f.fd = nil
-	}
+	rc.selfRetries++
+	rc.closeFD()
 	return true
+}
+
+func (rc *dialRacer) closeFD() {
+	if rc.fd != nil {
+		rc.fd.forget(dirWrite, &rc.w)
+		rc.fd.Close()
+		rc.fd = nil
+	}
+}
+
+func (rc *dialRacer) dropTimer() {
+	if rc.timer != nil {
+		rc.timer.Drop()
+		rc.timer = nil
+	}
+}
+
+// partialDeadline is the deadline of one attempt of a dial with addrsLeft addresses
+// left to try before deadline, as net's: an equal share of the time left, at least
+// 2 s (taken from the addresses at the end of the list), or all of it when less is
+// left. It reports false when the deadline has passed.
+func partialDeadline(now, deadline time.Time, addrsLeft int) (time.Time, bool) {
+	left := deadline.Sub(now)
+	if left <= 0 {
+		return time.Time{}, false
+	}
+	share := left / time.Duration(addrsLeft)
+	const saneMinimum = 2 * time.Second
+	if share < saneMinimum {
+		share = min(left, saneMinimum)
+	}
+	return now.Add(share), true
 }
 
 func mapContextErr(err error) error {
@@ -670,14 +837,13 @@ func netipParse(host string) (*net.TCPAddr, error) {
 // to bind to (nil: none), so a test can make the kernel's choice of port.
 var testHookDialBind func(raddr *net.TCPAddr) *net.TCPAddr
 
-func (f *dialFuture) start(cx *Context) error {
-	raddr := f.addrs[0]
+func (f *dialFuture) start(cx *Context, raddr *net.TCPAddr) (*netFD, error) {
 	if raddr == nil {
-		return errMissingAddress
+		return nil, errMissingAddress
 	}
 	family, _, err := inetFamily(f.network, raddr.IP)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if family == unix.AF_INET6 && f.network == "tcp" && (raddr.IP.To4() != nil || len(raddr.IP) == 0) {
 		// inetFamily gives a wildcard the dual-stack socket a listener wants; a dial
@@ -688,11 +854,11 @@ func (f *dialFuture) start(cx *Context) error {
 	}
 	rsa, err := ipZoneToSockaddr(family, raddr.IP, raddr.Port, raddr.Zone)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s, err := newSocket(family, unix.SOCK_STREAM, unix.IPPROTO_TCP)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fd := newNetFD(s, family, unix.SOCK_STREAM, f.network)
 	fd.raddr = raddr
@@ -717,7 +883,7 @@ func (f *dialFuture) start(cx *Context) error {
 		}
 		if err != nil {
 			unix.Close(s)
-			return fd.opError("dial", "bind", err)
+			return nil, fd.opError("dial", "bind", err)
 		}
 	}
 	// Connect first, register after: registered before connect, an unconnected socket
@@ -732,14 +898,13 @@ func (f *dialFuture) start(cx *Context) error {
 	case nil, unix.EINPROGRESS, unix.EALREADY:
 	default:
 		unix.Close(s)
-		return fd.opError("dial", "connect", err)
+		return nil, fd.opError("dial", "connect", err)
 	}
 	if _, err := fd.bindTo(cx.rt); err != nil {
 		unix.Close(s)
-		return err
+		return nil, err
 	}
-	f.fd = fd
-	return nil
+	return fd, nil
 }
 
 func (f *dialFuture) Drop() {
