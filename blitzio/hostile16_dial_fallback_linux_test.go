@@ -164,8 +164,8 @@ func TestHostile16DialHappyEyeballs(t *testing.T) {
 
 // TestHostile16DialDeadlineShares: a dial with a context deadline gives each address an
 // equal share of the time left (at least 2 s), as net's: an address that never answers
-// does not use up the whole deadline, and the next one connects. Dropping a dial while
-// both families' attempts are in flight closes both sockets.
+// does not use up the whole deadline, and the next one connects. Dropping a dial, or
+// ending its context, while both families' attempts are in flight closes both sockets.
 func TestHostile16DialDeadlineShares(t *testing.T) {
 	v4, v6 := net.IPv4(127, 0, 0, 1), net.IPv6loopback
 	forEachBackend(t, func(t *testing.T, cfg Config) {
@@ -191,6 +191,15 @@ func TestHostile16DialDeadlineShares(t *testing.T) {
 			t.Fatalf("dial of two silent addresses finished: %+v", tr.Value.Value)
 		}
 		waitFor(t, "both attempts' sockets closed", func() bool { return h16CountFDs(t) <= fds })
+
+		// Both racing, then the context ends: its error, and no socket left behind.
+		cctx, ccancel := context.WithCancel(context.Background())
+		time.AfterFunc(600*time.Millisecond, ccancel)
+		r = blockOn(t, rt, h16Dial(cctx, "tcp", silent6, silent))
+		if !errors.Is(r.Err, context.Canceled) {
+			t.Fatalf("dial of two silent addresses whose context was canceled: %v, %v; want context.Canceled", r.Value, r.Err)
+		}
+		waitFor(t, "both attempts' sockets closed after the cancel", func() bool { return h16CountFDs(t) <= fds })
 	})
 }
 
