@@ -204,7 +204,10 @@
 // socket as if it had not started: the system call runs only inside the Poll that
 // reports its result. Errors are *net.OpError around *os.SyscallError around the errno,
 // so errors.Is(err, syscall.ECONNRESET) and errors.Is(err, net.ErrClosed) work, and an
-// expired Timeout is a net.Error with Timeout() true.
+// expired Timeout is a net.Error with Timeout() true. For what the package does not wrap
+// (a socket option, recvmmsg, descriptor passing), every socket has SyscallConn, Go's
+// syscall.RawConn, and AsyncIO, the future a task awaits to make a system call of its
+// own when the socket is ready (Tokio's async_io).
 //
 // The I/O driver has three layers: the platform pollers (internal/poller: epoll,
 // io_uring, kqueue, a portable fallback) that know system calls but no futures; the

@@ -7,6 +7,7 @@ import (
 	"net"
 
 	"github.com/blitzgo/blitz/blitzio"
+	"golang.org/x/sys/unix"
 )
 
 // A TCP echo server and a client on one runtime: one import besides net for the
@@ -60,4 +61,47 @@ func ExampleListenTCP() {
 	}))
 	fmt.Println(reply, err)
 	// Output: hello <nil>
+}
+
+// A system call the package does not wrap, made from a task: AsyncIO runs it when the
+// socket is ready, and waits again when it would block. Here recvfrom with MSG_PEEK
+// looks at a datagram without taking it; the ordinary RecvFrom then takes it.
+func ExampleUDPConn_AsyncIO() {
+	rt, err := blitzio.New(blitzio.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close()
+	c, err := blitzio.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	go func() { // a sender elsewhere
+		s, err := net.DialUDP("udp4", nil, c.UDPAddr())
+		if err == nil {
+			s.Write([]byte("ping"))
+			s.Close()
+		}
+	}()
+	out, err := blitzio.BlockOn(rt, blitzio.Async(func(co *blitzio.Co) string {
+		buf := make([]byte, 16)
+		var n int
+		err := blitzio.Await(co, c.AsyncIO(blitzio.InterestRead, func(fd uintptr) error {
+			var err error
+			n, _, err = unix.Recvfrom(int(fd), buf, unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			return err // EAGAIN: wait for the next datagram
+		}))
+		if err != nil {
+			return err.Error()
+		}
+		peeked := string(buf[:n])
+		d, err := blitzio.Await(co, c.RecvFrom(buf)).Get()
+		if err != nil {
+			return err.Error()
+		}
+		return peeked + " then " + string(buf[:d.N])
+	}))
+	fmt.Println(out, err)
+	// Output: ping then ping <nil>
 }
