@@ -284,3 +284,77 @@ func TestHostile16RawConn(t *testing.T) {
 		}
 	})
 }
+
+// TestHostile16ListenConfigControl: ListenConfig.Control runs before bind, as
+// net.ListenConfig's, with the socket's family as network and the address asked for;
+// an option it sets is on the listener; its error fails the listen, wrapped in a listen
+// *net.OpError, and the socket is closed; the RawConn's Read and Write fail there.
+func TestHostile16ListenConfigControl(t *testing.T) {
+	type call struct{ network, address string }
+	var got []call
+	lc := ListenConfig{Control: func(network, address string, c syscall.RawConn) error {
+		got = append(got, call{network, address})
+		if err := c.Read(func(uintptr) bool { return true }); err == nil {
+			t.Error("RawConn.Read in Control succeeded")
+		}
+		if err := c.Write(func(uintptr) bool { return true }); err == nil {
+			t.Error("RawConn.Write in Control succeeded")
+		}
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			// The socket is not bound yet: its port is 0.
+			sa, err := unix.Getsockname(int(fd))
+			if err == nil {
+				switch a := sa.(type) {
+				case *unix.SockaddrInet4:
+					if a.Port != 0 {
+						serr = fmt.Errorf("bound already, to port %d", a.Port)
+					}
+				case *unix.SockaddrInet6:
+					if a.Port != 0 {
+						serr = fmt.Errorf("bound already, to port %d", a.Port)
+					}
+				}
+			}
+			if serr == nil {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 64<<10)
+			}
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	lo := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}
+	l, err := lc.ListenTCP("tcp", lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if len(got) != 1 || got[0] != (call{"tcp4", lo.String()}) {
+		t.Fatalf("Control calls %+v; want one with tcp4 and %v", got, lo)
+	}
+	rc, _ := l.SyscallConn()
+	var rcvbuf int
+	rc.Control(func(fd uintptr) { rcvbuf, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF) })
+	if rcvbuf < 64<<10 {
+		t.Fatalf("SO_RCVBUF %d after Control set 64 KiB", rcvbuf)
+	}
+	got = nil
+	if l6, err := lc.ListenTCP("tcp", nil); err == nil {
+		l6.Close()
+		if len(got) != 1 || got[0].network != "tcp6" {
+			t.Fatalf("Control calls for a dual-stack wildcard %+v; want tcp6", got)
+		}
+	}
+	// An error fails the listen and closes the socket.
+	mine := errors.New("refused by Control")
+	fds := h16CountFDs(t)
+	_, err = ListenConfig{Control: func(string, string, syscall.RawConn) error { return mine }}.ListenTCP("tcp4", lo)
+	var oe *net.OpError
+	if !errors.Is(err, mine) || !errors.As(err, &oe) || oe.Op != "listen" {
+		t.Fatalf("listen whose Control failed: %v; want a listen *net.OpError wrapping its error", err)
+	}
+	if n := h16CountFDs(t); n > fds {
+		t.Fatalf("%d descriptors after a failed listen, %d before", n, fds)
+	}
+}

@@ -235,3 +235,15 @@ func (c *UnixConn) SyscallConn() (syscall.RawConn, error) { return rawConn{c.fd}
 func (c *UnixConn) AsyncIO(interest Interest, f func(fd uintptr) error) Future[error] {
 	return asyncIO(c.fd, interest, "asyncio", f)
 }
+
+// setupRawConn is the syscall.RawConn a ListenConfig.Control function gets: the socket
+// before it is bound, which no driver serves yet.
+type setupRawConn int
+
+var errSetupRawIO = errors.New("blitzio: syscall.RawConn Read and Write are not available in a ListenConfig.Control function")
+
+func (c setupRawConn) Control(f func(fd uintptr)) error { f(uintptr(c)); return nil }
+
+func (c setupRawConn) Read(func(fd uintptr) bool) error { return errSetupRawIO }
+
+func (c setupRawConn) Write(func(fd uintptr) bool) error { return errSetupRawIO }

@@ -33,6 +33,12 @@ type ListenConfig struct {
 	// ReusePort sets SO_REUSEPORT: several sockets (in one or several processes) may
 	// listen on the same address, and the kernel spreads connections among them.
 	ReusePort bool
+	// Control, if not nil, is called after the socket is created and its options
+	// above are set, before it is bound, as net.ListenConfig's: network is "tcp4" or
+	// "tcp6" (the socket's family), address the local address asked for, and c's
+	// Control reaches the descriptor (its Read and Write fail: the socket is not yet
+	// listening). An error fails the listen, closing the socket.
+	Control func(network, address string, c syscall.RawConn) error
 }
 
 // TCPListener is a listening TCP socket served by a Runtime's I/O driver. Its methods
@@ -98,6 +104,16 @@ func (lc ListenConfig) ListenTCP(network string, laddr *net.TCPAddr) (*TCPListen
 	if lc.ReusePort {
 		if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
 			return fail("setsockopt", err)
+		}
+	}
+	if lc.Control != nil {
+		ctrlNet := "tcp4"
+		if family == unix.AF_INET6 {
+			ctrlNet = "tcp6"
+		}
+		if err := lc.Control(ctrlNet, laddr.String(), setupRawConn(s)); err != nil {
+			unix.Close(s)
+			return nil, opErr(err)
 		}
 	}
 	if err := unix.Bind(s, sa); err != nil {
