@@ -224,18 +224,21 @@ func TestHostile16RawConn(t *testing.T) {
 		if r := <-done; r.err != nil || string(p[:r.n]) != "goro" {
 			t.Fatalf("RawConn.Read: %q %v", p[:r.n], r.err)
 		}
-		// Close ends a waiting Read.
-		go func() { n, err := readVia(rc, p, &calls); done <- res{n, err} }()
-		time.Sleep(20 * time.Millisecond)
-		s.Close()
-		select {
-		case r := <-done:
-			if !errors.Is(r.err, net.ErrClosed) {
-				t.Fatalf("RawConn.Read ended by Close: %v, want net.ErrClosed", r.err)
+		// closeEndsRead closes a socket while a Read waits on rc: net.ErrClosed.
+		closeEndsRead := func(what string, rc syscall.RawConn, close func() error) {
+			go func() { n, err := readVia(rc, p, &calls); done <- res{n, err} }()
+			time.Sleep(20 * time.Millisecond)
+			close()
+			select {
+			case r := <-done:
+				if !errors.Is(r.err, net.ErrClosed) {
+					t.Fatalf("%s RawConn.Read ended by Close: %v, want net.ErrClosed", what, r.err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%s RawConn.Read still waiting 20 s after Close", what)
 			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("RawConn.Read still waiting 20 s after Close")
 		}
+		closeEndsRead("TCP", rc, s.Close)
 		if err := rc.Control(func(uintptr) { t.Error("Control ran on a closed socket") }); !errors.Is(err, net.ErrClosed) {
 			t.Fatalf("Control after Close: %v", err)
 		}
@@ -271,17 +274,7 @@ func TestHostile16RawConn(t *testing.T) {
 		if r := <-done; r.err != nil || string(p[:r.n]) != "dgram" {
 			t.Fatalf("unregistered UDP RawConn.Read: %q %v", p[:r.n], r.err)
 		}
-		go func() { n, err := readVia(urc, p, &calls); done <- res{n, err} }()
-		time.Sleep(20 * time.Millisecond)
-		u.Close()
-		select {
-		case r := <-done:
-			if !errors.Is(r.err, net.ErrClosed) {
-				t.Fatalf("unregistered UDP RawConn.Read ended by Close: %v", r.err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("unregistered UDP RawConn.Read still waiting 20 s after Close")
-		}
+		closeEndsRead("unregistered UDP", urc, u.Close)
 	})
 }
 
