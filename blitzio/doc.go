@@ -207,7 +207,9 @@
 // expired Timeout is a net.Error with Timeout() true. For what the package does not wrap
 // (a socket option, recvmmsg, descriptor passing), every socket has SyscallConn, Go's
 // syscall.RawConn, and AsyncIO, the future a task awaits to make a system call of its
-// own when the socket is ready (Tokio's async_io).
+// own when the socket is ready (Tokio's async_io). A socket made by package net, or
+// inherited (systemd's socket activation, through net.FileListener), is taken over with
+// TCPListenerFromNet and its siblings, as Tokio's from_std.
 //
 // The I/O driver has three layers: the platform pollers (internal/poller: epoll,
 // io_uring, kqueue, a portable fallback) that know system calls but no futures; the

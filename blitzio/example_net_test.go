@@ -105,3 +105,42 @@ func ExampleUDPConn_AsyncIO() {
 	fmt.Println(out, err)
 	// Output: ping then ping <nil>
 }
+
+// A listener made by package net (or inherited: with systemd's socket activation,
+// net.FileListener(os.NewFile(3, "")) makes it) served by blitzio tasks.
+func ExampleTCPListenerFromNet() {
+	rt, err := blitzio.New(blitzio.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close()
+	nl, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		panic(err)
+	}
+	l, err := blitzio.TCPListenerFromNet(nl) // nl is closed; l owns the socket
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	go func() { // a client of package net
+		if c, err := net.Dial("tcp4", l.Addr().String()); err == nil {
+			c.Write([]byte("hi"))
+			c.Close()
+		}
+	}()
+	got, err := blitzio.BlockOn(rt, blitzio.Async(func(co *blitzio.Co) string {
+		a, err := blitzio.Await(co, l.Accept()).Get()
+		if err != nil {
+			return err.Error()
+		}
+		defer a.Conn.Close()
+		buf := make([]byte, 2)
+		if _, err := blitzio.Await(co, a.Conn.ReadFull(buf)).Get(); err != nil {
+			return err.Error()
+		}
+		return string(buf)
+	}))
+	fmt.Println(got, err)
+	// Output: hi <nil>
+}

@@ -1,0 +1,220 @@
+//go:build linux || darwin || freebsd
+
+package blitzio
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Sockets made by package net (or inherited: systemd's socket activation, a parent
+// handing its listener to the child that replaces it) are taken over with the FromNet
+// functions, as Tokio's from_std: the net value is closed, and the blitzio one owns a
+// duplicate of its descriptor, registered with the runtime of the first task that uses
+// it. For an inherited descriptor, net.FileListener or net.FileConn turns the
+// *os.File into the net value first. On error the net value is left open, its
+// owner's.
+
+// stdSocket is what the FromNet functions take: any of package net's sockets.
+type stdSocket interface {
+	SyscallConn() (syscall.RawConn, error)
+	Close() error
+}
+
+// adopt duplicates c's descriptor (close-on-exec, non-blocking), checks that it is a
+// socket of sotype (listening or not, as listening says), closes c, and returns the
+// duplicate with its address family.
+func adopt(what string, c stdSocket, sotype int, listening bool) (fd, family int, err error) {
+	fail := func(err error) (int, int, error) {
+		return -1, 0, fmt.Errorf("blitzio: %s: %w", what, err)
+	}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return fail(err)
+	}
+	fd = -1
+	var derr error
+	if err := rc.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return fail(err)
+	}
+	if derr != nil {
+		return fail(os.NewSyscallError("fcntl", derr))
+	}
+	check := func() error {
+		typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+		if err != nil {
+			return os.NewSyscallError("getsockopt", err)
+		}
+		if typ != sotype {
+			return errors.New("the socket is not of the kind asked for")
+		}
+		acc, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN)
+		if err != nil {
+			return os.NewSyscallError("getsockopt", err)
+		}
+		if (acc != 0) != listening {
+			if listening {
+				return errors.New("the socket is not listening")
+			}
+			return errors.New("the socket is a listener")
+		}
+		sa, err := unix.Getsockname(fd)
+		if err != nil {
+			return os.NewSyscallError("getsockname", err)
+		}
+		switch sa.(type) {
+		case *unix.SockaddrInet4:
+			family = unix.AF_INET
+		case *unix.SockaddrInet6:
+			family = unix.AF_INET6
+		case *unix.SockaddrUnix:
+			family = unix.AF_UNIX
+		default:
+			return errors.New("the socket's address family is not supported")
+		}
+		if err := unix.SetNonblock(fd, true); err != nil {
+			return os.NewSyscallError("setnonblock", err)
+		}
+		return nil
+	}
+	if err := check(); err != nil {
+		unix.Close(fd)
+		return fail(err)
+	}
+	c.Close()
+	return fd, family, nil
+}
+
+// TCPListenerFromNet takes over l: l is closed, and the listener returned serves its
+// socket (a duplicate of its descriptor) with the options it had.
+func TCPListenerFromNet(l *net.TCPListener) (*TCPListener, error) {
+	if l == nil {
+		return nil, errors.New("blitzio: TCPListenerFromNet of a nil listener")
+	}
+	s, family, err := adopt("TCPListenerFromNet", l, unix.SOCK_STREAM, true)
+	if err != nil {
+		return nil, err
+	}
+	fd := newNetFD(s, family, unix.SOCK_STREAM, "tcp")
+	if lsa, err := unix.Getsockname(s); err == nil {
+		fd.laddr = sockaddrToTCP(lsa)
+	}
+	return &TCPListener{fd: fd}, nil
+}
+
+// TCPStreamFromNet takes over c, a connected TCP socket: c is closed, and the stream
+// returned serves its connection, with the options it had and the bytes it had not
+// read.
+func TCPStreamFromNet(c *net.TCPConn) (*TCPStream, error) {
+	if c == nil {
+		return nil, errors.New("blitzio: TCPStreamFromNet of a nil connection")
+	}
+	s, family, err := adopt("TCPStreamFromNet", c, unix.SOCK_STREAM, false)
+	if err != nil {
+		return nil, err
+	}
+	fd := newNetFD(s, family, unix.SOCK_STREAM, "tcp")
+	if lsa, err := unix.Getsockname(s); err == nil {
+		fd.laddr = sockaddrToTCP(lsa)
+	}
+	if rsa, err := unix.Getpeername(s); err == nil {
+		fd.raddr = sockaddrToTCP(rsa)
+	}
+	return &TCPStream{fd: fd}, nil
+}
+
+// UDPConnFromNet takes over c, bound or connected: c is closed, and the socket
+// returned serves it.
+func UDPConnFromNet(c *net.UDPConn) (*UDPConn, error) {
+	if c == nil {
+		return nil, errors.New("blitzio: UDPConnFromNet of a nil connection")
+	}
+	s, family, err := adopt("UDPConnFromNet", c, unix.SOCK_DGRAM, false)
+	if err != nil {
+		return nil, err
+	}
+	fd := newNetFD(s, family, unix.SOCK_DGRAM, "udp")
+	if lsa, err := unix.Getsockname(s); err == nil {
+		fd.laddr = sockaddrToUDP(lsa)
+	}
+	if rsa, err := unix.Getpeername(s); err == nil {
+		fd.raddr = sockaddrToUDP(rsa)
+	}
+	return &UDPConn{fd: fd}, nil
+}
+
+// UnixListenerFromNet takes over l, a Unix stream listener: l is closed without
+// removing its socket file, and the listener returned does not remove it either (the
+// file is the caller's, as for a listener from net.FileListener).
+func UnixListenerFromNet(l *net.UnixListener) (*UnixListener, error) {
+	if l == nil {
+		return nil, errors.New("blitzio: UnixListenerFromNet of a nil listener")
+	}
+	l.SetUnlinkOnClose(false)
+	s, family, err := adopt("UnixListenerFromNet", l, unix.SOCK_STREAM, true)
+	if err != nil {
+		return nil, err
+	}
+	if family != unix.AF_UNIX {
+		unix.Close(s)
+		return nil, errors.New("blitzio: UnixListenerFromNet: not a Unix socket")
+	}
+	fd := newNetFD(s, family, unix.SOCK_STREAM, "unix")
+	if lsa, err := unix.Getsockname(s); err == nil {
+		fd.laddr = sockaddrToUnix(lsa, "unix")
+	}
+	return &UnixListener{fd: fd}, nil
+}
+
+// UnixStreamFromNet takes over c, a connected Unix stream socket: c is closed, and
+// the stream returned serves it.
+func UnixStreamFromNet(c *net.UnixConn) (*UnixStream, error) {
+	if c == nil {
+		return nil, errors.New("blitzio: UnixStreamFromNet of a nil connection")
+	}
+	s, family, err := adopt("UnixStreamFromNet", c, unix.SOCK_STREAM, false)
+	if err != nil {
+		return nil, err
+	}
+	if family != unix.AF_UNIX {
+		unix.Close(s)
+		return nil, errors.New("blitzio: UnixStreamFromNet: not a Unix socket")
+	}
+	fd := newNetFD(s, family, unix.SOCK_STREAM, "unix")
+	if lsa, err := unix.Getsockname(s); err == nil {
+		fd.laddr = sockaddrToUnix(lsa, "unix")
+	}
+	if rsa, err := unix.Getpeername(s); err == nil {
+		fd.raddr = sockaddrToUnix(rsa, "unix")
+	}
+	return &UnixStream{fd: fd}, nil
+}
+
+// UnixConnFromNet takes over c, a Unix datagram socket ("unixgram"): c is closed, and
+// the socket returned serves it.
+func UnixConnFromNet(c *net.UnixConn) (*UnixConn, error) {
+	if c == nil {
+		return nil, errors.New("blitzio: UnixConnFromNet of a nil connection")
+	}
+	s, family, err := adopt("UnixConnFromNet", c, unix.SOCK_DGRAM, false)
+	if err != nil {
+		return nil, err
+	}
+	if family != unix.AF_UNIX {
+		unix.Close(s)
+		return nil, errors.New("blitzio: UnixConnFromNet: not a Unix socket")
+	}
+	fd := newNetFD(s, family, unix.SOCK_DGRAM, "unixgram")
+	if lsa, err := unix.Getsockname(s); err == nil {
+		fd.laddr = sockaddrToUnix(lsa, "unixgram")
+	}
+	if rsa, err := unix.Getpeername(s); err == nil {
+		fd.raddr = sockaddrToUnix(rsa, "unixgram")
+	}
+	return &UnixConn{fd: fd}, nil
+}
