@@ -244,3 +244,103 @@ func TestHostile16FromNetDatagramAndUnix(t *testing.T) {
 		}
 	})
 }
+
+// TestHostile16File: File duplicates the descriptor, as net's: package net serves the
+// duplicate (net.FileListener, net.FileConn) beside ours and after our Close (which
+// shut a listener down for every holder before: a child handed the listener in a
+// graceful restart, or systemd for a taken-over one, lost it); the
+// socket stays non-blocking (the runtime's reads rely on it); File after Close fails
+// with net.ErrClosed.
+func TestHostile16File(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg Config) {
+		netWatchdog(t, 30*time.Second)
+		rt := newRT(t, cfg)
+		l := listenLoopback(t, "tcp4")
+		f, err := l.File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		nl, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nl.Close()
+		l.Close()
+		if _, err := l.File(); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("File after Close: %v, want net.ErrClosed", err)
+		}
+		go func() {
+			if c, err := net.Dial("tcp4", nl.Addr().String()); err == nil {
+				c.Write([]byte("dup"))
+				c.Close()
+			}
+		}()
+		c, err := nl.Accept()
+		if err != nil {
+			t.Fatalf("net's Accept on the duplicate after our Close: %v", err)
+		}
+		c.Close()
+
+		// A listener taken over while another holder keeps the socket (systemd keeps
+		// the sockets it activates): our Close leaves it listening for that holder.
+		kept, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kept.Close()
+		kf, err := kept.File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		kl, err := net.FileListener(kf)
+		kf.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours, err := TCPListenerFromNet(kl.(*net.TCPListener))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours.Close()
+		go func() {
+			if c, err := net.Dial("tcp4", kept.Addr().String()); err == nil {
+				c.Close()
+			}
+		}()
+		if c, err := kept.Accept(); err != nil {
+			t.Fatalf("the other holder's Accept after our Close of the taken-over listener: %v", err)
+		} else {
+			c.Close()
+		}
+
+		// A stream: net writes through the duplicate, and our reads still do not
+		// block (the descriptor is still non-blocking).
+		a, b := connPair(t, rt)
+		fa, err := a.File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc, err := net.FileConn(fa)
+		fa.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		if _, err := nc.Write([]byte("via net")); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 7)
+		if r := blockOn(t, rt, b.ReadFull(buf)); r.Err != nil || string(buf) != "via net" {
+			t.Fatalf("bytes written through the duplicate: %q %v", buf, r.Err)
+		}
+		h := Spawn(rt, a.Read(buf))
+		time.Sleep(20 * time.Millisecond)
+		if r := blockOn(t, rt, b.WriteAll([]byte("later"))); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if r, err := waitHandle(t, h); err != nil || r.Err != nil || string(buf[:r.Value]) != "later" {
+			t.Fatalf("our read after File: %q %v %v", buf[:r.Value], err, r.Err)
+		}
+	})
+}

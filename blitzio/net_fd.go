@@ -49,6 +49,11 @@ type netFD struct {
 	sio       atomic.Pointer[scheduledIO]
 	closed    atomic.Bool
 	lazyLocal bool
+	// shared is set (under bindMu) when the socket may be open elsewhere too: File
+	// duplicated it, or it was taken over from package net (systemd, say, keeps its
+	// own descriptor of a socket it activates). A listener's Close then does not shut
+	// the socket down for the others.
+	shared bool
 }
 
 func newNetFD(fd, family, sotype int, network string) *netFD {
@@ -157,8 +162,24 @@ func (fd *netFD) Close() error {
 // a client could connect after Close (and a server's Shutdown) returned, as
 // TestShutdownGraceful saw. shutdown(2) on a listening socket stops it listening on
 // Linux; elsewhere it may fail (ENOTCONN), and the close alone does the work.
+//
+// Not for a socket that may be open elsewhere (shared): shut down, it would stop
+// listening for every holder, a child process that was handed it included.
 func (fd *netFD) stopListening() {
+	fd.bindMu.Lock()
+	shared := fd.shared
+	fd.bindMu.Unlock()
+	if shared {
+		return
+	}
 	fd.control(func(s int) error { return unix.Shutdown(s, unix.SHUT_RDWR) })
+}
+
+// setShared marks the socket as possibly open elsewhere (see shared).
+func (fd *netFD) setShared() {
+	fd.bindMu.Lock()
+	fd.shared = true
+	fd.bindMu.Unlock()
 }
 
 // shutdownWrite shuts down the writing side (shutdown(SHUT_WR)) and wakes the writes

@@ -101,6 +101,7 @@ func TCPListenerFromNet(l *net.TCPListener) (*TCPListener, error) {
 		return nil, err
 	}
 	fd := newNetFD(s, family, unix.SOCK_STREAM, "tcp")
+	fd.shared = true // an inherited socket may be open elsewhere (see netFD.shared)
 	if lsa, err := unix.Getsockname(s); err == nil {
 		fd.laddr = sockaddrToTCP(lsa)
 	}
@@ -165,6 +166,7 @@ func UnixListenerFromNet(l *net.UnixListener) (*UnixListener, error) {
 		return nil, errors.New("blitzio: UnixListenerFromNet: not a Unix socket")
 	}
 	fd := newNetFD(s, family, unix.SOCK_STREAM, "unix")
+	fd.shared = true // see TCPListenerFromNet
 	if lsa, err := unix.Getsockname(s); err == nil {
 		fd.laddr = sockaddrToUnix(lsa, "unix")
 	}
@@ -218,3 +220,62 @@ func UnixConnFromNet(c *net.UnixConn) (*UnixConn, error) {
 	}
 	return &UnixConn{fd: fd}, nil
 }
+
+// file returns a duplicate of fd's descriptor as an *os.File (close-on-exec), as
+// package net's File methods: for a child process (os/exec's ExtraFiles, Command's), or
+// net.FileListener and net.FileConn. The duplicate shares the socket, its options and
+// its non-blocking mode, which must stay on: the runtime's reads rely on it.
+func (fd *netFD) file(name string) (*os.File, error) {
+	var nfd int
+	err := fd.control(func(s int) error {
+		var err error
+		nfd, err = unix.FcntlInt(uintptr(s), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return os.NewSyscallError("fcntl", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fd.opError("file", "fcntl", err)
+	}
+	fd.setShared()
+	return os.NewFile(uintptr(nfd), name), nil
+}
+
+func (fd *netFD) fileName() string {
+	a := fd.localAddr()
+	if fd.raddr != nil {
+		return fd.net + ":" + addrString(a) + "->" + fd.raddr.String()
+	}
+	return fd.net + ":" + addrString(a)
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return "<nil>"
+	}
+	return a.String()
+}
+
+// File returns a duplicate of the listener's descriptor, as net.TCPListener.File: to
+// hand the socket to a child process (a graceful restart), where net.FileListener (or
+// TCPListenerFromNet after it) serves it. Closing one does not close the other: once
+// File has been called, Close leaves the socket listening for the duplicate's holders
+// (as does the Close of a listener from TCPListenerFromNet, whose socket systemd, say,
+// also holds).
+func (l *TCPListener) File() (*os.File, error) { return l.fd.file(l.fd.fileName()) }
+
+// File returns a duplicate of the connection's descriptor; see TCPListener.File.
+func (s *TCPStream) File() (*os.File, error) { return s.fd.file(s.fd.fileName()) }
+
+// File returns a duplicate of the socket's descriptor; see TCPListener.File.
+func (c *UDPConn) File() (*os.File, error) { return c.fd.file(c.fd.fileName()) }
+
+// File returns a duplicate of the listener's descriptor; see TCPListener.File.
+func (l *UnixListener) File() (*os.File, error) { return l.fd.file(l.fd.fileName()) }
+
+// File returns a duplicate of the connection's descriptor; see TCPListener.File.
+func (s *UnixStream) File() (*os.File, error) { return s.fd.file(s.fd.fileName()) }
+
+// File returns a duplicate of the socket's descriptor; see TCPListener.File.
+func (c *UnixConn) File() (*os.File, error) { return c.fd.file(c.fd.fileName()) }
