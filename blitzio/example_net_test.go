@@ -3,8 +3,11 @@
 package blitzio_test
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"syscall"
+	"time"
 
 	"github.com/blitzgo/blitz/blitzio"
 	"golang.org/x/sys/unix"
@@ -143,4 +146,37 @@ func ExampleTCPListenerFromNet() {
 	}))
 	fmt.Println(got, err)
 	// Output: hi <nil>
+}
+
+// A dial with options, as with net.Dialer: a time bound for the whole dial, and a
+// Control function that sets a socket option before the connect.
+func ExampleDialer() {
+	rt, err := blitzio.New(blitzio.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close()
+	l, err := net.Listen("tcp4", "127.0.0.1:0") // a server of package net
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	d := &blitzio.Dialer{
+		Timeout: 5 * time.Second,
+		Control: func(network, address string, c syscall.RawConn) error {
+			var serr error
+			err := c.Control(func(fd uintptr) {
+				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TOS, 0x10) // low delay
+			})
+			return errors.Join(err, serr)
+		},
+	}
+	r, err := blitzio.BlockOn(rt, d.Dial("tcp", l.Addr().String()))
+	if err != nil || r.Err != nil {
+		fmt.Println(err, r.Err)
+		return
+	}
+	defer r.Value.Close()
+	fmt.Println("connected to the listener:", r.Value.RemoteAddr().String() == l.Addr().String())
+	// Output: connected to the listener: true
 }

@@ -236,11 +236,11 @@ func (c *UnixConn) AsyncIO(interest Interest, f func(fd uintptr) error) Future[e
 	return asyncIO(c.fd, interest, "asyncio", f)
 }
 
-// setupRawConn is the syscall.RawConn a ListenConfig.Control function gets: the socket
-// before it is bound, which no driver serves yet.
+// setupRawConn is the syscall.RawConn a ListenConfig or Dialer Control function gets:
+// the socket before it is bound or connected, which no driver serves yet.
 type setupRawConn int
 
-var errSetupRawIO = errors.New("blitzio: syscall.RawConn Read and Write are not available in a ListenConfig.Control function")
+var errSetupRawIO = errors.New("blitzio: syscall.RawConn Read and Write are not available in a Control function")
 
 func (c setupRawConn) Control(f func(fd uintptr)) error { f(uintptr(c)); return nil }
 

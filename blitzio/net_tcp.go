@@ -306,7 +306,7 @@ type TCPStream struct {
 // socket until it finishes: dropped before, it closes it. Bound its time with Timeout:
 // the error is then a net.Error whose Timeout() is true.
 func DialTCP(network string, laddr, raddr *net.TCPAddr) Future[Result[*TCPStream]] {
-	return &dialFuture{network: network, laddr: laddr, raddr: raddr, addrs: []*net.TCPAddr{raddr}}
+	return &dialFuture{network: network, laddr: laddr, raddr: raddr, addrs: []*net.TCPAddr{raddr}, keepAlive: defaultKeepAlive}
 }
 
 // Dial connects to address ("host:port") on network "tcp", "tcp4" or "tcp6". A host
@@ -328,7 +328,61 @@ func DialContext(ctx context.Context, network, address string) Future[Result[*TC
 	if ctx == nil {
 		panic("blitzio: DialContext called with a nil context.Context")
 	}
-	return &dialFuture{ctx: ctx, network: network, address: address}
+	return &dialFuture{ctx: ctx, network: network, address: address, keepAlive: defaultKeepAlive}
+}
+
+// Dialer holds the options of a TCP dial, as net.Dialer does. The zero value dials as
+// Dial and DialContext do.
+type Dialer struct {
+	// Timeout bounds the whole dial, the name's resolution included, counted from
+	// the call that makes the future (0: no bound). With a context deadline as
+	// well, the earlier one ends the dial. Either way the error is a net.Error
+	// whose Timeout() is true, and the time is shared among the addresses.
+	Timeout time.Duration
+	// LocalAddr is the address to dial from (nil: the system picks). When its IP
+	// is set, only the name's addresses of that family are tried.
+	LocalAddr *net.TCPAddr
+	// FallbackDelay is how long a dial on "tcp" waits for the first address
+	// family before it starts the other (Happy Eyeballs, RFC 6555): 0 means
+	// 300 ms, and a negative value turns the race off (the other family's
+	// addresses are tried after the first's, in order).
+	FallbackDelay time.Duration
+	// KeepAlive is the idle time before keep-alive probes start: 0 means 15 s (as
+	// net's; the probes' interval and count are net's defaults too), and a negative
+	// value turns probes off, unless KeepAliveConfig.Enable.
+	KeepAlive time.Duration
+	// KeepAliveConfig, when its Enable is set, is the connection's keep-alive
+	// configuration (zero fields take net's defaults), and KeepAlive is ignored.
+	KeepAliveConfig net.KeepAliveConfig
+	// Control, if not nil, is called for each attempt after the socket is created
+	// and before it connects, as net.Dialer's: network is "tcp4" or "tcp6", address
+	// the address dialed, and c's Control reaches the descriptor (its Read and
+	// Write fail: the socket is not yet connected). An error fails the attempt.
+	Control func(network, address string, c syscall.RawConn) error
+}
+
+// Dial is DialContext with context.Background.
+func (d *Dialer) Dial(network, address string) Future[Result[*TCPStream]] {
+	return d.DialContext(context.Background(), network, address)
+}
+
+// DialContext connects to address as the package DialContext does, with d's options.
+func (d *Dialer) DialContext(ctx context.Context, network, address string) Future[Result[*TCPStream]] {
+	if ctx == nil {
+		panic("blitzio: Dialer.DialContext called with a nil context.Context")
+	}
+	f := &dialFuture{ctx: ctx, network: network, address: address, laddr: d.LocalAddr,
+		fallbackDelay: d.FallbackDelay, control: d.Control}
+	switch {
+	case d.KeepAliveConfig.Enable:
+		f.keepAlive = d.KeepAliveConfig
+	case d.KeepAlive >= 0:
+		f.keepAlive = net.KeepAliveConfig{Enable: true, Idle: d.KeepAlive}
+	}
+	if d.Timeout > 0 {
+		f.ctx, f.cancelTimeout = context.WithDeadline(ctx, time.Now().Add(d.Timeout))
+	}
+	return f
 }
 
 type dialFuture struct {
@@ -345,6 +399,12 @@ type dialFuture struct {
 	ctxWaker *sharedWaker
 	done     bool
 	split    bool // addrs handed to the racers
+
+	// The options of a Dialer (keepAlive also of DialTCP and Dial).
+	keepAlive     net.KeepAliveConfig
+	fallbackDelay time.Duration
+	control       func(network, address string, c syscall.RawConn) error
+	cancelTimeout context.CancelFunc
 
 	primary, fallback dialRacer
 	fallbackTimer     *SleepFuture
@@ -424,6 +484,10 @@ func (f *dialFuture) cleanup() {
 		rc.dropTimer()
 	}
 	f.dropFallbackTimer()
+	if f.cancelTimeout != nil {
+		f.cancelTimeout()
+		f.cancelTimeout = nil
+	}
 }
 
 func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
@@ -470,11 +534,26 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 	}
 	if !f.split {
 		f.split = true
+		if f.address != "" && f.laddr != nil && len(f.laddr.IP) > 0 {
+			// As net.Dialer with a LocalAddr: only the addresses of its family.
+			v4 := f.laddr.IP.To4() != nil
+			var kept []*net.TCPAddr
+			for _, a := range f.addrs {
+				if len(a.IP) == 0 || (a.IP.To4() != nil) == v4 {
+					kept = append(kept, a)
+				}
+			}
+			if len(kept) == 0 && len(f.addrs) > 0 {
+				host, _, _ := net.SplitHostPort(f.address)
+				return f.fail(&net.AddrError{Err: "no suitable address found", Addr: host})
+			}
+			f.addrs = kept
+		}
 		f.primary.addrs = f.addrs
 		if len(f.addrs) == 0 {
 			return f.fail(errors.New("no addresses"))
 		}
-		if f.network == "tcp" && f.laddr == nil && len(f.addrs) > 1 {
+		if f.network == "tcp" && f.laddr == nil && len(f.addrs) > 1 && f.fallbackDelay >= 0 {
 			// As net.Dialer (dual stack, RFC 6555 "Happy Eyeballs"): the addresses of
 			// the first one's family are tried in order, and those of the other family
 			// start too if no connection is made within dialFallbackDelay or once the
@@ -488,7 +567,11 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 	if len(f.fallback.addrs) > 0 && !f.fallback.started {
 		if !f.primary.failed {
 			if f.fallbackTimer == nil {
-				f.fallbackTimer = Sleep(dialFallbackDelay)
+				d := f.fallbackDelay
+				if d == 0 {
+					d = dialFallbackDelay
+				}
+				f.fallbackTimer = Sleep(d)
 			}
 			if _, ok := f.fallbackTimer.Poll(cx); !ok {
 				return Result[*TCPStream]{}, false
@@ -884,7 +967,17 @@ func (f *dialFuture) start(cx *Context, raddr *net.TCPAddr) (*netFD, error) {
 		fd.laddr = f.laddr
 	}
 	unix.SetsockoptInt(s, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	setKeepAliveConfig(s, defaultKeepAlive) // as net.DialTCP
+	setKeepAliveConfig(s, f.keepAlive) // as net.DialTCP: on, with net's defaults
+	if f.control != nil {
+		ctrlNet := "tcp4"
+		if family == unix.AF_INET6 {
+			ctrlNet = "tcp6"
+		}
+		if err := f.control(ctrlNet, raddr.String(), setupRawConn(s)); err != nil {
+			unix.Close(s)
+			return nil, err
+		}
+	}
 	laddr := f.laddr
 	if laddr == nil && testHookDialBind != nil {
 		laddr = testHookDialBind(raddr)

@@ -1,0 +1,153 @@
+//go:build linux
+
+package blitzio
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// h16SockInt reads an integer socket option of s.
+func h16SockInt(t *testing.T, s *TCPStream, level, opt int) int {
+	t.Helper()
+	rc, _ := s.SyscallConn()
+	var v int
+	var err error
+	if cerr := rc.Control(func(fd uintptr) { v, err = unix.GetsockoptInt(int(fd), level, opt) }); cerr != nil || err != nil {
+		t.Fatal(cerr, err)
+	}
+	return v
+}
+
+// TestHostile16Dialer: the options of a Dialer, as net.Dialer's. Timeout ends a dial
+// to an address that never answers with a net.Error whose Timeout() is true; LocalAddr
+// is the connection's source, and a name with no address of its family fails with "no
+// suitable address"; KeepAlive and KeepAliveConfig set the probes as net's (on with
+// 15 s by default, off when negative); Control runs before the connect with the
+// family and the address, and its error fails the dial.
+func TestHostile16Dialer(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg Config) {
+		netWatchdog(t, 60*time.Second)
+		rt := newRT(t, cfg)
+		silent := h16Blackhole(t, net.IPv4(127, 0, 0, 1))
+		d := &Dialer{Timeout: 300 * time.Millisecond}
+		r := blockOn(t, rt, d.Dial("tcp4", silent.String()))
+		var ne net.Error
+		if r.Err == nil || !errors.As(r.Err, &ne) || !ne.Timeout() {
+			t.Fatalf("Dialer.Timeout on a silent address: %v, want a net.Error with Timeout()", r.Err)
+		}
+
+		live := h16Live(t, net.IPv4(127, 0, 0, 1))
+		d = &Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+		r = blockOn(t, rt, d.Dial("tcp", live.String()))
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if ip := r.Value.LocalAddr().(*net.TCPAddr).IP; !ip.Equal(net.IPv4(127, 0, 0, 2)) {
+			t.Fatalf("connection from %v, want the Dialer's LocalAddr 127.0.0.2", ip)
+		}
+		r.Value.Close()
+		r = blockOn(t, rt, d.Dial("tcp", "[::1]:80"))
+		var ae *net.AddrError
+		if !errors.As(r.Err, &ae) || ae.Err != "no suitable address found" {
+			t.Fatalf("IPv4 LocalAddr, IPv6 address: %v, want no suitable address", r.Err)
+		}
+
+		for _, c := range []struct {
+			name             string
+			d                Dialer
+			on               bool
+			idle, intvl, cnt int
+		}{
+			{"default", Dialer{}, true, 15, 15, 9},
+			{"KeepAlive 30s", Dialer{KeepAlive: 30 * time.Second}, true, 30, 15, 9},
+			{"KeepAlive off", Dialer{KeepAlive: -1}, false, 0, 0, 0},
+			{"KeepAliveConfig", Dialer{KeepAlive: -1, KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 45 * time.Second, Interval: 5 * time.Second, Count: 3}}, true, 45, 5, 3},
+		} {
+			r := blockOn(t, rt, c.d.Dial("tcp4", live.String()))
+			if r.Err != nil {
+				t.Fatalf("%s: %v", c.name, r.Err)
+			}
+			s := r.Value
+			on := h16SockInt(t, s, unix.SOL_SOCKET, unix.SO_KEEPALIVE) != 0
+			if on != c.on {
+				t.Errorf("%s: SO_KEEPALIVE %v, want %v", c.name, on, c.on)
+			} else if on {
+				idle := h16SockInt(t, s, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE)
+				intvl := h16SockInt(t, s, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL)
+				cnt := h16SockInt(t, s, unix.IPPROTO_TCP, unix.TCP_KEEPCNT)
+				if idle != c.idle || intvl != c.intvl || cnt != c.cnt {
+					t.Errorf("%s: idle %d, interval %d, count %d; want %d, %d, %d", c.name, idle, intvl, cnt, c.idle, c.intvl, c.cnt)
+				}
+			}
+			s.Close()
+		}
+
+		type call struct{ network, address string }
+		var calls []call
+		var notYet bool
+		d = &Dialer{Control: func(network, address string, c syscall.RawConn) error {
+			calls = append(calls, call{network, address})
+			c.Control(func(fd uintptr) {
+				_, err := unix.Getpeername(int(fd))
+				notYet = err == unix.ENOTCONN
+			})
+			return nil
+		}}
+		r = blockOn(t, rt, d.Dial("tcp", live.String()))
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		r.Value.Close()
+		if len(calls) != 1 || calls[0] != (call{"tcp4", live.String()}) || !notYet {
+			t.Fatalf("Dialer.Control calls %+v (before the connect: %v); want one, tcp4 %v, before", calls, notYet, live)
+		}
+		mine := errors.New("refused by Control")
+		d = &Dialer{Control: func(string, string, syscall.RawConn) error { return mine }}
+		r = blockOn(t, rt, d.Dial("tcp", live.String()))
+		var oe *net.OpError
+		if !errors.Is(r.Err, mine) || !errors.As(r.Err, &oe) || oe.Op != "dial" {
+			t.Fatalf("dial whose Control failed: %v; want a dial *net.OpError wrapping its error", r.Err)
+		}
+	})
+}
+
+// TestHostile16DialerFallbackDelay: a negative FallbackDelay turns the race of address
+// families off: the second family's address is tried only once the first's attempt
+// ended (here at its share of the deadline, 2 s), never 300 ms in.
+func TestHostile16DialerFallbackDelay(t *testing.T) {
+	netWatchdog(t, 60*time.Second)
+	rt := newRT(t, Config{})
+	silent6, live4 := h16Blackhole(t, net.IPv6loopback), h16Live(t, net.IPv4(127, 0, 0, 1))
+	var mu sync.Mutex
+	var order []string
+	control := func(network, address string, c syscall.RawConn) error {
+		mu.Lock()
+		order = append(order, network)
+		mu.Unlock()
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	f := &dialFuture{ctx: ctx, network: "tcp", addrs: []*net.TCPAddr{silent6, live4}, keepAlive: defaultKeepAlive, fallbackDelay: -1, control: control}
+	h := Spawn(rt, Future[Result[*TCPStream]](f))
+	time.Sleep(time.Second)
+	mu.Lock()
+	early := len(order)
+	mu.Unlock()
+	r, err := waitHandle(t, h)
+	if err != nil || r.Err != nil {
+		t.Fatal(err, r.Err)
+	}
+	r.Value.Close()
+	if early != 1 || len(order) != 2 || order[0] != "tcp6" || order[1] != "tcp4" {
+		t.Fatalf("attempts %v (%d after 1 s); want tcp6 alone, then tcp4 once it gave up", order, early)
+	}
+}
