@@ -151,3 +151,49 @@ func TestHostile16DialerFallbackDelay(t *testing.T) {
 		t.Fatalf("attempts %v (%d after 1 s); want tcp6 alone, then tcp4 once it gave up", order, early)
 	}
 }
+
+// TestHostile16ListenConfigKeepAlive: ListenConfig's KeepAlive and KeepAliveConfig set
+// the accepted connections' probes as net.ListenConfig's do.
+func TestHostile16ListenConfigKeepAlive(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg Config) {
+		netWatchdog(t, 30*time.Second)
+		rt := newRT(t, cfg)
+		for _, c := range []struct {
+			name     string
+			lc       ListenConfig
+			on       bool
+			idle, ct int
+		}{
+			{"default", ListenConfig{}, true, 15, 9},
+			{"KeepAlive 20s", ListenConfig{KeepAlive: 20 * time.Second}, true, 20, 9},
+			{"KeepAlive off", ListenConfig{KeepAlive: -1}, false, 0, 0},
+			{"KeepAliveConfig", ListenConfig{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 40 * time.Second, Count: 2}}, true, 40, 2},
+		} {
+			l, err := c.lc.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			acc := Spawn(rt, l.Accept())
+			nc, err := net.Dial("tcp4", l.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := waitHandle(t, acc)
+			if err != nil || a.Err != nil {
+				t.Fatal(err, a.Err)
+			}
+			s := a.Value.Conn
+			on := h16SockInt(t, s, unix.SOL_SOCKET, unix.SO_KEEPALIVE) != 0
+			if on != c.on {
+				t.Errorf("%s: SO_KEEPALIVE %v, want %v", c.name, on, c.on)
+			} else if on {
+				if idle, ct := h16SockInt(t, s, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE), h16SockInt(t, s, unix.IPPROTO_TCP, unix.TCP_KEEPCNT); idle != c.idle || ct != c.ct {
+					t.Errorf("%s: idle %d, count %d; want %d, %d", c.name, idle, ct, c.idle, c.ct)
+				}
+			}
+			s.Close()
+			nc.Close()
+			l.Close()
+		}
+	})
+}

@@ -105,7 +105,7 @@ func TCPListenerFromNet(l *net.TCPListener) (*TCPListener, error) {
 	if lsa, err := unix.Getsockname(s); err == nil {
 		fd.laddr = sockaddrToTCP(lsa)
 	}
-	return &TCPListener{fd: fd}, nil
+	return &TCPListener{fd: fd, keepAlive: defaultKeepAlive}, nil
 }
 
 // TCPStreamFromNet takes over c, a connected TCP socket: c is closed, and the stream

@@ -39,6 +39,26 @@ type ListenConfig struct {
 	// Control reaches the descriptor (its Read and Write fail: the socket is not yet
 	// listening). An error fails the listen, closing the socket.
 	Control func(network, address string, c syscall.RawConn) error
+	// KeepAlive is the idle time before keep-alive probes start on the accepted
+	// connections: 0 means 15 s (as net's), and a negative value turns probes off,
+	// unless KeepAliveConfig.Enable.
+	KeepAlive time.Duration
+	// KeepAliveConfig, when its Enable is set, is the accepted connections'
+	// keep-alive configuration (zero fields take net's defaults), and KeepAlive is
+	// ignored.
+	KeepAliveConfig net.KeepAliveConfig
+}
+
+// keepAliveConfig is the configuration of net.Dialer's and net.ListenConfig's
+// KeepAlive and KeepAliveConfig fields.
+func keepAliveConfig(idle time.Duration, cfg net.KeepAliveConfig) net.KeepAliveConfig {
+	switch {
+	case cfg.Enable:
+		return cfg
+	case idle >= 0:
+		return net.KeepAliveConfig{Enable: true, Idle: idle}
+	}
+	return net.KeepAliveConfig{}
 }
 
 // TCPListener is a listening TCP socket served by a Runtime's I/O driver. Its methods
@@ -48,6 +68,8 @@ type TCPListener struct {
 	// closing is set by Close before it stops the socket listening: an accept that
 	// shutdown(2) wakes with EINVAL then reports net.ErrClosed, as after the close.
 	closing atomic.Bool
+	// keepAlive is the accepted connections' keep-alive configuration.
+	keepAlive net.KeepAliveConfig
 }
 
 // ListenTCP opens a TCP listener on laddr, like net.ListenTCP: network is "tcp", "tcp4"
@@ -130,7 +152,7 @@ func (lc ListenConfig) ListenTCP(network string, laddr *net.TCPAddr) (*TCPListen
 	if lsa, err := unix.Getsockname(s); err == nil {
 		fd.laddr = sockaddrToTCP(lsa)
 	}
-	return &TCPListener{fd: fd}, nil
+	return &TCPListener{fd: fd, keepAlive: keepAliveConfig(lc.KeepAlive, lc.KeepAliveConfig)}, nil
 }
 
 func isTCPNetwork(network string) bool {
@@ -229,7 +251,7 @@ func (l *TCPListener) pollAccept(cx *Context, w *Waker) (Result[Accepted], bool)
 	// connection does not hold it, and accepting costs one system call fewer.
 	c.lazyLocal = true
 	unix.SetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	setKeepAliveConfig(nfd, defaultKeepAlive) // as net.TCPListener.Accept
+	setKeepAliveConfig(nfd, l.keepAlive) // as net.TCPListener.Accept: on by default
 	if _, err := c.bindTo(cx.rt); err != nil {
 		unix.Close(nfd)
 		return Result[Accepted]{Err: l.fd.opError("accept", "accept4", err)}, true
@@ -373,12 +395,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) Futur
 	}
 	f := &dialFuture{ctx: ctx, network: network, address: address, laddr: d.LocalAddr,
 		fallbackDelay: d.FallbackDelay, control: d.Control}
-	switch {
-	case d.KeepAliveConfig.Enable:
-		f.keepAlive = d.KeepAliveConfig
-	case d.KeepAlive >= 0:
-		f.keepAlive = net.KeepAliveConfig{Enable: true, Idle: d.KeepAlive}
-	}
+	f.keepAlive = keepAliveConfig(d.KeepAlive, d.KeepAliveConfig)
 	if d.Timeout > 0 {
 		f.ctx, f.cancelTimeout = context.WithDeadline(ctx, time.Now().Add(d.Timeout))
 	}
