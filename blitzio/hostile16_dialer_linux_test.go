@@ -5,6 +5,7 @@ package blitzio
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"syscall"
@@ -196,4 +197,55 @@ func TestHostile16ListenConfigKeepAlive(t *testing.T) {
 			l.Close()
 		}
 	})
+}
+
+// TestHostile16Listen: Listen with a "host:port" string, as net.Listen: ":0" is the
+// wildcard (dual-stack on "tcp"), a literal and "localhost" listen where net's would,
+// and bad input fails as net's does (an unknown network, a missing port, a malformed
+// address), each a listen *net.OpError.
+func TestHostile16Listen(t *testing.T) {
+	rt := newRT(t, Config{})
+	for _, c := range []struct{ network, address string }{
+		{"tcp4", "127.0.0.1:0"}, {"tcp", ":0"}, {"tcp4", "localhost:0"},
+	} {
+		l, err := Listen(c.network, c.address)
+		if err != nil {
+			t.Fatalf("Listen(%q, %q): %v", c.network, c.address, err)
+		}
+		nl, err := net.Listen(c.network, c.address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours, theirs := l.TCPAddr(), nl.Addr().(*net.TCPAddr)
+		nl.Close()
+		if !ours.IP.Equal(theirs.IP) || ours.Port == 0 {
+			t.Errorf("Listen(%q, %q) on %v; net's on %v", c.network, c.address, ours, theirs)
+		}
+		acc := Spawn(rt, l.Accept())
+		dial := ours.String()
+		if ours.IP.IsUnspecified() {
+			dial = net.JoinHostPort("127.0.0.1", fmt.Sprint(ours.Port))
+		}
+		nc, err := net.Dial("tcp", dial)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.Close()
+		if a, err := waitHandle(t, acc); err != nil || a.Err != nil {
+			t.Fatal(err, a.Err)
+		} else {
+			a.Value.Conn.Close()
+		}
+		l.Close()
+	}
+	for _, c := range []struct{ network, address string }{
+		{"udp", ":0"}, {"tcp", "127.0.0.1"}, {"tcp", "[::1:80"},
+	} {
+		_, err := Listen(c.network, c.address)
+		_, nerr := net.Listen(c.network, c.address)
+		var oe *net.OpError
+		if err == nil || nerr == nil || !errors.As(err, &oe) || oe.Op != "listen" {
+			t.Errorf("Listen(%q, %q) = %v; net's %v; want both to fail, ours as a listen *net.OpError", c.network, c.address, err, nerr)
+		}
+	}
 }

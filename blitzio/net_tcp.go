@@ -72,6 +72,26 @@ type TCPListener struct {
 	keepAlive net.KeepAliveConfig
 }
 
+// Listen opens a TCP listener on address ("host:port"), like net.Listen for the TCP
+// networks ("tcp", "tcp4", "tcp6"): an empty host (":8080") listens on every address
+// of the system (both families on "tcp"), and a host name is resolved first, on the
+// calling goroutine (as net.Listen does), to its first address.
+func Listen(network, address string) (*TCPListener, error) {
+	return ListenConfig{}.Listen(network, address)
+}
+
+// Listen is the package Listen with the options of lc.
+func (lc ListenConfig) Listen(network, address string) (*TCPListener, error) {
+	if !isTCPNetwork(network) {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: net.UnknownNetworkError(network)}
+	}
+	laddr, err := net.ResolveTCPAddr(network, address)
+	if err != nil {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
+	}
+	return lc.ListenTCP(network, laddr)
+}
+
 // ListenTCP opens a TCP listener on laddr, like net.ListenTCP: network is "tcp", "tcp4"
 // or "tcp6"; a nil laddr or port 0 picks an ephemeral port (see Addr). The listener is
 // attached to the runtime of the first task (or BlockOn) that accepts on it.
