@@ -125,6 +125,10 @@
 //   - A "close" in any value of the handler's Connection field closes the connection
 //     after the response; net/http looks at the field's first value only, and may keep
 //     a connection whose response said "close".
+//   - TLS is not served: there is no ServeTLS or ListenAndServeTLS. For HTTPS,
+//     terminate TLS in front of the server (a proxy or load balancer), or serve
+//     net/http's http.Server on tls.NewListener over the stream package's
+//     net.Listener adapter (a goroutine per connection then, as with net/http).
 //   - HTTP/2 (h2c) is not served. As with net/http, the preface "PRI * HTTP/2.0"
 //     reaches the handler (which may hijack the connection, as x/net/http2/h2c's
 //     does), but with ContentLength 0 where net/http's has -1.
