@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -248,4 +249,31 @@ func TestHostile16Listen(t *testing.T) {
 			t.Errorf("Listen(%q, %q) = %v; net's %v; want both to fail, ours as a listen *net.OpError", c.network, c.address, err, nerr)
 		}
 	}
+}
+
+// TestHostile16DialerResolver: a Dialer's Resolver resolves its names (here one whose
+// DNS connection fails, so the dial fails with its error).
+func TestHostile16DialerResolver(t *testing.T) {
+	rt := newRT(t, Config{})
+	noDNS := errors.New("no DNS here")
+	var asked atomic.Bool
+	d := &Dialer{Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
+		asked.Store(true)
+		return nil, noDNS
+	}}}
+	r := blockOn(t, rt, d.Dial("tcp", "blitzio-test.invalid:80"))
+	if r.Err != nil && !asked.Load() {
+		t.Skipf("this system's name service switch does not ask DNS: %v", r.Err)
+	}
+	if r.Err == nil || !asked.Load() {
+		t.Fatalf("dial through a Resolver whose DNS fails: %v (asked: %v); want its failure", r.Err, asked.Load())
+	}
+	// The port is looked up by it too: a numeric one needs no lookup at all.
+	l := h16Live(t, net.IPv4(127, 0, 0, 1))
+	asked.Store(false)
+	r = blockOn(t, rt, d.Dial("tcp", l.String()))
+	if r.Err != nil || asked.Load() {
+		t.Fatalf("dial of an IP literal through the Resolver: %v (asked: %v)", r.Err, asked.Load())
+	}
+	r.Value.Close()
 }

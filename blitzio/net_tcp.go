@@ -401,6 +401,9 @@ type Dialer struct {
 	// the address dialed, and c's Control reaches the descriptor (its Read and
 	// Write fail: the socket is not yet connected). An error fails the attempt.
 	Control func(network, address string, c syscall.RawConn) error
+	// Resolver, if not nil, resolves the host names (net.DefaultResolver
+	// otherwise), as net.Dialer's.
+	Resolver *net.Resolver
 }
 
 // Dial is DialContext with context.Background.
@@ -414,7 +417,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) Futur
 		panic("blitzio: Dialer.DialContext called with a nil context.Context")
 	}
 	f := &dialFuture{ctx: ctx, network: network, address: address, laddr: d.LocalAddr,
-		fallbackDelay: d.FallbackDelay, control: d.Control}
+		fallbackDelay: d.FallbackDelay, control: d.Control, resolver: d.Resolver}
 	f.keepAlive = keepAliveConfig(d.KeepAlive, d.KeepAliveConfig)
 	if d.Timeout > 0 {
 		f.ctx, f.cancelTimeout = context.WithDeadline(ctx, time.Now().Add(d.Timeout))
@@ -441,6 +444,7 @@ type dialFuture struct {
 	keepAlive     net.KeepAliveConfig
 	fallbackDelay time.Duration
 	control       func(network, address string, c syscall.RawConn) error
+	resolver      *net.Resolver
 	cancelTimeout context.CancelFunc
 
 	primary, fallback dialRacer
@@ -853,7 +857,11 @@ func (f *dialFuture) pollResolve(cx *Context) (Result[*TCPStream], bool) {
 		if err != nil {
 			return f.fail(err)
 		}
-		port, err := net.DefaultResolver.LookupPort(context.Background(), f.network, portStr)
+		resolver := f.resolver
+		if resolver == nil {
+			resolver = net.DefaultResolver
+		}
+		port, err := resolver.LookupPort(context.Background(), f.network, portStr)
 		if err != nil {
 			return f.fail(err)
 		}
@@ -885,7 +893,7 @@ func (f *dialFuture) pollResolve(cx *Context) (Result[*TCPStream], bool) {
 			network = "ip6"
 		}
 		h := SpawnBlocking(cx, func() Result[[]net.IPAddr] {
-			ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+			ips, err := resolver.LookupIPAddr(ctx, host)
 			if err == nil && network != "ip" {
 				kept := ips[:0]
 				for _, ip := range ips {
