@@ -274,11 +274,10 @@ func (fd *netFD) pollIOShort(cx *Context, d direction, w *Waker, op ioOp, want i
 			cx.wakeSelfYield()
 			return 0, nil, false
 		}
-		if !s.incref() {
+		n, err = s.runOp(op)
+		if err == errOpClosed {
 			return 0, net.ErrClosed, true
 		}
-		n, err = op(int(s.fd))
-		s.decref()
 		switch err {
 		case unix.EAGAIN:
 			mask := readInterestClear
@@ -299,6 +298,21 @@ func (fd *netFD) pollIOShort(cx *Context, d direction, w *Waker, op ioOp, want i
 		cx.ConsumeBudget()
 		return n, err, true
 	}
+}
+
+// errOpClosed is runOp's report that Close had begun: the operation did not run.
+var errOpClosed = errors.New("blitzio: socket closing")
+
+// runOp runs op on the descriptor, held open meanwhile (incref). The release is
+// deferred: op may be user code (an AsyncIO function, a RawConn Read's) that panics or
+// calls runtime.Goexit, and a reference it never gave back would make the socket's
+// Close wait for it forever (waitReleased).
+func (s *scheduledIO) runOp(op ioOp) (int, error) {
+	if !s.incref() {
+		return 0, errOpClosed
+	}
+	defer s.decref()
+	return op(int(s.fd))
 }
 
 // forget removes the waker a pending operation left (its future's Drop), and wakes it.
