@@ -377,7 +377,8 @@ func DialContext(ctx context.Context, network, address string) Future[Result[*TC
 // Dial and DialContext do.
 type Dialer struct {
 	// Timeout bounds the whole dial, the name's resolution included, counted from
-	// the call that makes the future (0: no bound). With a context deadline as
+	// the call that makes the future (0: no bound; negative: the dial times out at
+	// once, as net's). With a context deadline as
 	// well, the earlier one ends the dial. Either way the error is a net.Error
 	// whose Timeout() is true, and the time is shared among the addresses.
 	Timeout time.Duration
@@ -419,7 +420,10 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) Futur
 	f := &dialFuture{ctx: ctx, network: network, address: address, laddr: d.LocalAddr,
 		fallbackDelay: d.FallbackDelay, control: d.Control, resolver: d.Resolver}
 	f.keepAlive = keepAliveConfig(d.KeepAlive, d.KeepAliveConfig)
-	if d.Timeout > 0 {
+	if d.Timeout != 0 {
+		// A negative Timeout is a deadline already past, as net.Dialer's ("including
+		// negative, for historical reasons"): the dial fails at once with a timeout,
+		// where ignoring it would leave the dial unbounded.
 		f.ctx, f.cancelTimeout = context.WithDeadline(ctx, time.Now().Add(d.Timeout))
 	}
 	return f
