@@ -153,8 +153,7 @@ func (lc ListenConfig) ListenTCP(network string, laddr *net.TCPAddr) (*TCPListen
 		if family == unix.AF_INET6 {
 			ctrlNet = "tcp6"
 		}
-		if err := lc.Control(ctrlNet, laddr.String(), setupRawConn(s)); err != nil {
-			unix.Close(s)
+		if err := runControl(lc.Control, ctrlNet, laddr.String(), s); err != nil {
 			return nil, opErr(err)
 		}
 	}
@@ -173,6 +172,22 @@ func (lc ListenConfig) ListenTCP(network string, laddr *net.TCPAddr) (*TCPListen
 		fd.laddr = sockaddrToTCP(lsa)
 	}
 	return &TCPListener{fd: fd, keepAlive: keepAliveConfig(lc.KeepAlive, lc.KeepAliveConfig)}, nil
+}
+
+// runControl calls a ListenConfig's or Dialer's Control function on the new socket s,
+// and closes s when it fails. It closes s too when the function does not return: a
+// panic (which the runtime recovers in a dialing task, and carries on) or a
+// runtime.Goexit would otherwise leak the socket, which nobody else holds yet.
+func runControl(control func(network, address string, c syscall.RawConn) error, network, address string, s int) (err error) {
+	returned := false
+	defer func() {
+		if !returned || err != nil {
+			unix.Close(s)
+		}
+	}()
+	err = control(network, address, setupRawConn(s))
+	returned = true
+	return err
 }
 
 func isTCPNetwork(network string) bool {
@@ -1022,8 +1037,7 @@ func (f *dialFuture) start(cx *Context, raddr *net.TCPAddr) (*netFD, error) {
 		if family == unix.AF_INET6 {
 			ctrlNet = "tcp6"
 		}
-		if err := f.control(ctrlNet, raddr.String(), setupRawConn(s)); err != nil {
-			unix.Close(s)
+		if err := runControl(f.control, ctrlNet, raddr.String(), s); err != nil {
 			return nil, err
 		}
 	}
