@@ -86,6 +86,11 @@ func adopt(what string, c stdSocket, sotype int, listening bool) (fd, family int
 		unix.Close(fd)
 		return fail(err)
 	}
+	if ul, ok := c.(*net.UnixListener); ok {
+		// Only now that the socket is taken: a listener refused above stays as it
+		// was, its owner's, and its Close still removes its socket file.
+		ul.SetUnlinkOnClose(false)
+	}
 	c.Close()
 	return fd, family, nil
 }
@@ -156,7 +161,6 @@ func UnixListenerFromNet(l *net.UnixListener) (*UnixListener, error) {
 	if l == nil {
 		return nil, errors.New("blitzio: UnixListenerFromNet of a nil listener")
 	}
-	l.SetUnlinkOnClose(false)
 	s, family, err := adopt("UnixListenerFromNet", l, unix.SOCK_STREAM, true)
 	if err != nil {
 		return nil, err
