@@ -453,11 +453,14 @@ type dialFuture struct {
 	addrs   []*net.TCPAddr
 	port    int
 
-	resolve  *JoinHandle[Result[[]net.IPAddr]]
-	stopCtx  func() bool
-	ctxWaker *sharedWaker
-	done     bool
-	split    bool // addrs handed to the racers
+	resolve *JoinHandle[Result[[]net.IPAddr]]
+	// stopResolve cancels the lookup's context: aborting resolve cannot stop a
+	// function already running on the blocking pool.
+	stopResolve context.CancelFunc
+	stopCtx     func() bool
+	ctxWaker    *sharedWaker
+	done        bool
+	split       bool // addrs handed to the racers
 
 	// The options of a Dialer (keepAlive also of DialTCP and Dial).
 	keepAlive     net.KeepAliveConfig
@@ -538,6 +541,10 @@ func (f *dialFuture) cleanup() {
 	if f.resolve != nil {
 		f.resolve.Abort()
 		f.resolve = nil
+	}
+	if f.stopResolve != nil {
+		f.stopResolve()
+		f.stopResolve = nil
 	}
 	for _, rc := range []*dialRacer{&f.primary, &f.fallback} {
 		rc.closeFD()
@@ -903,7 +910,16 @@ func (f *dialFuture) pollResolve(cx *Context) (Result[*TCPStream], bool) {
 			f.addrs[0].Port = port
 			return Result[*TCPStream]{}, true
 		}
-		ctx := f.ctx
+		// The lookup gets a context of its own, which cleanup cancels: a dial dropped
+		// while it resolves (its task aborted, the runtime's shutdown) ends the lookup,
+		// as net.Dialer's context does. Only Abort, it would run on to its own DNS
+		// timeouts, holding a blocking-pool goroutine that Runtime.Close waits for.
+		parent := f.ctx
+		if parent == nil {
+			parent = context.Background()
+		}
+		ctx, stop := context.WithCancel(parent)
+		f.stopResolve = stop
 		network := "ip"
 		switch f.network {
 		case "tcp4":
@@ -934,6 +950,8 @@ func (f *dialFuture) pollResolve(cx *Context) (Result[*TCPStream], bool) {
 		return Result[*TCPStream]{}, false
 	}
 	f.resolve = nil
+	f.stopResolve()
+	f.stopResolve = nil
 	if r.Err != nil {
 		return f.fail(r.Err)
 	}
