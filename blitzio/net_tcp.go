@@ -620,7 +620,9 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 		if len(f.addrs) == 0 {
 			return f.fail(errors.New("no addresses"))
 		}
-		if f.network == "tcp" && f.laddr == nil && len(f.addrs) > 1 && f.fallbackDelay >= 0 {
+		// Whatever the LocalAddr, as net's: one with an IP has left only the
+		// addresses of its family above, and one without (a source port) races both.
+		if f.network == "tcp" && len(f.addrs) > 1 && f.fallbackDelay >= 0 {
 			// As net.Dialer (dual stack, RFC 6555 "Happy Eyeballs"): the addresses of
 			// the first one's family are tried in order, and those of the other family
 			// start too if no connection is made within dialFallbackDelay or once the
