@@ -181,7 +181,8 @@ func (c rawConn) wait(i Interest, op string, f func(uintptr) bool) error {
 // a channel that the runtime's driver signals, and they panic if called from a task or
 // an Async function, which await AsyncIO instead. A socket no runtime has used yet has
 // no driver to report its readiness: the wait is then a poll(2) on the calling
-// goroutine's thread. Close makes a waiting Read or Write return net.ErrClosed.
+// goroutine's thread. Close makes a waiting Read or Write return net.ErrClosed, and
+// waits for a function that is running to return.
 func (s *TCPStream) SyscallConn() (syscall.RawConn, error) { return rawConn{s.fd}, nil }
 
 // AsyncIO returns a future that runs f on the socket's descriptor once it is ready for
@@ -189,7 +190,9 @@ func (s *TCPStream) SyscallConn() (syscall.RawConn, error) { return rawConn{s.fd
 // that is syscall.EAGAIN (errors.Is) means it would block; the readiness it saw is then
 // cleared and f runs again at the next readiness. Any other result of f is the
 // future's. The descriptor stays open while f runs; f must not close it or change its
-// non-blocking mode. A socket closed meanwhile ends the future with net.ErrClosed.
+// non-blocking mode, and must not block: it runs on a worker, and the socket's Close
+// waits for it to return. A socket closed meanwhile ends the future with
+// net.ErrClosed.
 func (s *TCPStream) AsyncIO(interest Interest, f func(fd uintptr) error) Future[error] {
 	return asyncIO(s.fd, interest, "asyncio", f)
 }

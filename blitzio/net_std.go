@@ -27,9 +27,10 @@ type stdSocket interface {
 }
 
 // adopt duplicates c's descriptor (close-on-exec, non-blocking), checks that it is a
-// socket of sotype (listening or not, as listening says), closes c, and returns the
-// duplicate with its address family.
-func adopt(what string, c stdSocket, sotype int, listening bool) (fd, family int, err error) {
+// socket of sotype (listening or not, as listening says; a Unix socket or an IP one,
+// as unixFamily says), closes c, and returns the duplicate with its address family.
+// On error c is left as it was.
+func adopt(what string, c stdSocket, sotype int, listening, unixFamily bool) (fd, family int, err error) {
 	fail := func(err error) (int, int, error) {
 		return -1, 0, fmt.Errorf("blitzio: %s: %w", what, err)
 	}
@@ -77,6 +78,9 @@ func adopt(what string, c stdSocket, sotype int, listening bool) (fd, family int
 		default:
 			return errors.New("the socket's address family is not supported")
 		}
+		if (family == unix.AF_UNIX) != unixFamily {
+			return errors.New("the socket's address family is not the one asked for")
+		}
 		if err := unix.SetNonblock(fd, true); err != nil {
 			return os.NewSyscallError("setnonblock", err)
 		}
@@ -101,7 +105,7 @@ func TCPListenerFromNet(l *net.TCPListener) (*TCPListener, error) {
 	if l == nil {
 		return nil, errors.New("blitzio: TCPListenerFromNet of a nil listener")
 	}
-	s, family, err := adopt("TCPListenerFromNet", l, unix.SOCK_STREAM, true)
+	s, family, err := adopt("TCPListenerFromNet", l, unix.SOCK_STREAM, true, false)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +124,7 @@ func TCPStreamFromNet(c *net.TCPConn) (*TCPStream, error) {
 	if c == nil {
 		return nil, errors.New("blitzio: TCPStreamFromNet of a nil connection")
 	}
-	s, family, err := adopt("TCPStreamFromNet", c, unix.SOCK_STREAM, false)
+	s, family, err := adopt("TCPStreamFromNet", c, unix.SOCK_STREAM, false, false)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +144,7 @@ func UDPConnFromNet(c *net.UDPConn) (*UDPConn, error) {
 	if c == nil {
 		return nil, errors.New("blitzio: UDPConnFromNet of a nil connection")
 	}
-	s, family, err := adopt("UDPConnFromNet", c, unix.SOCK_DGRAM, false)
+	s, family, err := adopt("UDPConnFromNet", c, unix.SOCK_DGRAM, false, false)
 	if err != nil {
 		return nil, err
 	}
@@ -161,13 +165,9 @@ func UnixListenerFromNet(l *net.UnixListener) (*UnixListener, error) {
 	if l == nil {
 		return nil, errors.New("blitzio: UnixListenerFromNet of a nil listener")
 	}
-	s, family, err := adopt("UnixListenerFromNet", l, unix.SOCK_STREAM, true)
+	s, family, err := adopt("UnixListenerFromNet", l, unix.SOCK_STREAM, true, true)
 	if err != nil {
 		return nil, err
-	}
-	if family != unix.AF_UNIX {
-		unix.Close(s)
-		return nil, errors.New("blitzio: UnixListenerFromNet: not a Unix socket")
 	}
 	fd := newNetFD(s, family, unix.SOCK_STREAM, "unix")
 	fd.shared = true // see TCPListenerFromNet
@@ -183,13 +183,9 @@ func UnixStreamFromNet(c *net.UnixConn) (*UnixStream, error) {
 	if c == nil {
 		return nil, errors.New("blitzio: UnixStreamFromNet of a nil connection")
 	}
-	s, family, err := adopt("UnixStreamFromNet", c, unix.SOCK_STREAM, false)
+	s, family, err := adopt("UnixStreamFromNet", c, unix.SOCK_STREAM, false, true)
 	if err != nil {
 		return nil, err
-	}
-	if family != unix.AF_UNIX {
-		unix.Close(s)
-		return nil, errors.New("blitzio: UnixStreamFromNet: not a Unix socket")
 	}
 	fd := newNetFD(s, family, unix.SOCK_STREAM, "unix")
 	if lsa, err := unix.Getsockname(s); err == nil {
@@ -207,13 +203,9 @@ func UnixConnFromNet(c *net.UnixConn) (*UnixConn, error) {
 	if c == nil {
 		return nil, errors.New("blitzio: UnixConnFromNet of a nil connection")
 	}
-	s, family, err := adopt("UnixConnFromNet", c, unix.SOCK_DGRAM, false)
+	s, family, err := adopt("UnixConnFromNet", c, unix.SOCK_DGRAM, false, true)
 	if err != nil {
 		return nil, err
-	}
-	if family != unix.AF_UNIX {
-		unix.Close(s)
-		return nil, errors.New("blitzio: UnixConnFromNet: not a Unix socket")
 	}
 	fd := newNetFD(s, family, unix.SOCK_DGRAM, "unixgram")
 	if lsa, err := unix.Getsockname(s); err == nil {
