@@ -245,6 +245,24 @@ func TestHostile16FromNetDatagramAndUnix(t *testing.T) {
 	})
 }
 
+// h16DupListener returns a loopback listener and package net's listener on the
+// duplicate of its descriptor that File gives (closed at the test's end).
+func h16DupListener(t *testing.T) (*TCPListener, net.Listener) {
+	t.Helper()
+	l := listenLoopback(t, "tcp4")
+	f, err := l.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nl.Close() })
+	return l, nl
+}
+
 // TestHostile16File: File duplicates the descriptor, as net's: package net serves the
 // duplicate (net.FileListener, net.FileConn) beside ours and after our Close (which
 // shut a listener down for every holder before: a child handed the listener in a
@@ -255,17 +273,7 @@ func TestHostile16File(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, cfg Config) {
 		netWatchdog(t, 30*time.Second)
 		rt := newRT(t, cfg)
-		l := listenLoopback(t, "tcp4")
-		f, err := l.File()
-		if err != nil {
-			t.Fatal(err)
-		}
-		nl, err := net.FileListener(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nl.Close()
+		l, nl := h16DupListener(t)
 		l.Close()
 		if _, err := l.File(); !errors.Is(err, net.ErrClosed) {
 			t.Fatalf("File after Close: %v, want net.ErrClosed", err)

@@ -62,17 +62,7 @@ func TestHostile17SharedListenerCloseWakesAccept(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, cfg Config) {
 		netWatchdog(t, 60*time.Second)
 		rt := newRT(t, cfg)
-		l := listenLoopback(t, "tcp4")
-		f, err := l.File()
-		if err != nil {
-			t.Fatal(err)
-		}
-		nl, err := net.FileListener(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nl.Close()
+		l, nl := h16DupListener(t)
 		h := Spawn(rt, l.Accept())
 		time.Sleep(20 * time.Millisecond) // let it wait (the test holds either way)
 		if err := l.Close(); err != nil {
