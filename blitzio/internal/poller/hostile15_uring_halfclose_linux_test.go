@@ -22,6 +22,19 @@ func hostile15DeregisterIdle(t *testing.T, r *ioUring, fd int, tok uint64) {
 	}
 }
 
+// hostile15RegisterHalfClosed registers a (both directions, token tok) and half-closes
+// its peer b, waiting until a sees the peer's FIN (POLLRDHUP).
+func hostile15RegisterHalfClosed(t *testing.T, r *ioUring, a, b int, tok uint64) {
+	t.Helper()
+	if err := r.Register(a, tok, Read|Write); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Shutdown(b, unix.SHUT_WR); err != nil {
+		t.Fatal(err)
+	}
+	hostile15WaitRevents(t, a, unix.POLLRDHUP)
+}
+
 // hostile15DrainFor polls r for d and returns what came.
 func hostile15DrainFor(t *testing.T, r *ioUring, d time.Duration) []Event {
 	t.Helper()

@@ -145,13 +145,7 @@ func TestHostile15MultiWriteManyWaits(t *testing.T) {
 			defer closeFd(t, a)
 			defer closeFd(t, b)
 			const tok = 41
-			if err := r.Register(a, tok, Read|Write); err != nil {
-				t.Fatal(err)
-			}
-			if err := unix.Shutdown(b, unix.SHUT_WR); err != nil {
-				t.Fatal(err)
-			}
-			hostile15WaitRevents(t, a, unix.POLLRDHUP)
+			hostile15RegisterHalfClosed(t, r, a, b, tok)
 			total := 0
 			sawMulti := false
 			rounds := 40
@@ -244,13 +238,7 @@ func TestHostile15MultiWriteFdReuse(t *testing.T) {
 				a, b := hostile15Pair(t, network)
 				defer closeFd(t, b)
 				const oldTok, newTok = 0x0100_0033, 0x0200_0033
-				if err := r.Register(a, oldTok, Read|Write); err != nil {
-					t.Fatal(err)
-				}
-				if err := unix.Shutdown(b, unix.SHUT_WR); err != nil {
-					t.Fatal(err)
-				}
-				hostile15WaitRevents(t, a, unix.POLLRDHUP)
+				hostile15RegisterHalfClosed(t, r, a, b, oldTok)
 				hostile14FillSendBuffer(t, a)
 				if err := r.Arm(a, oldTok, Read|Write); err != nil {
 					t.Fatal(err)
@@ -329,13 +317,7 @@ func TestHostile15MultiWriteFdReuse(t *testing.T) {
 						drainEvents(t, r)
 					}
 				}
-				if err := r.Deregister(a, newTok); err != nil {
-					t.Fatal(err)
-				}
-				drainEvents(t, r)
-				if got := hostile14Count(r); got != hostile14Idle {
-					t.Fatalf("after both registrations ended: %+v, want %+v", got, hostile14Idle)
-				}
+				hostile15DeregisterIdle(t, r, a, newTok) // both registrations ended
 			})
 		}
 	}
@@ -351,13 +333,7 @@ func TestHostile15MultiWritePeerReset(t *testing.T) {
 	a, b := hostile15Pair(t, "tcp")
 	defer closeFd(t, a)
 	const tok = 61
-	if err := r.Register(a, tok, Read|Write); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Shutdown(b, unix.SHUT_WR); err != nil {
-		t.Fatal(err)
-	}
-	hostile15WaitRevents(t, a, unix.POLLRDHUP)
+	hostile15RegisterHalfClosed(t, r, a, b, tok)
 	hostile14FillSendBuffer(t, a)
 	if err := r.Arm(a, tok, Write); err != nil {
 		t.Fatal(err)
@@ -525,13 +501,7 @@ func TestHostile15CloseRingWithMultiWriteArmed(t *testing.T) {
 			r := newOneShot(t)
 			a, b := hostile15Pair(t, network)
 			defer closeFd(t, b)
-			if err := r.Register(a, 101, Read|Write); err != nil {
-				t.Fatal(err)
-			}
-			if err := unix.Shutdown(b, unix.SHUT_WR); err != nil {
-				t.Fatal(err)
-			}
-			hostile15WaitRevents(t, a, unix.POLLRDHUP)
+			hostile15RegisterHalfClosed(t, r, a, b, 101)
 			hostile14FillSendBuffer(t, a)
 			if err := r.Arm(a, 101, Read|Write); err != nil {
 				t.Fatal(err)
@@ -583,13 +553,7 @@ func TestHostile15MultiWriteFromExitingThread(t *testing.T) {
 			defer closeFd(t, a)
 			defer closeFd(t, b)
 			const tok = 111
-			if err := r.Register(a, tok, Read|Write); err != nil {
-				t.Fatal(err)
-			}
-			if err := unix.Shutdown(b, unix.SHUT_WR); err != nil {
-				t.Fatal(err)
-			}
-			hostile15WaitRevents(t, a, unix.POLLRDHUP)
+			hostile15RegisterHalfClosed(t, r, a, b, tok)
 			if network == "tcp" {
 				hostile15FillSteady(t, a)
 			} else {
