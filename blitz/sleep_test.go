@@ -78,20 +78,35 @@ func TestSleepyPoolWakesForNewWork(t *testing.T) {
 }
 
 // TestForkWakesSleepers checks that a fork by a running job wakes sleeping workers
-// (publish on demand counts sleepers as hungry).
+// (publish on demand counts sleepers as hungry). The job forks, then waits, without
+// forking again, until a thief takes the fork: only the fork's own wake-up can bring a
+// sleeping worker to it. (A version that ran fib and hoped for a steal before fib
+// ended failed on a loaded machine, where waking a goroutine took longer than fib.)
 func TestForkWakesSleepers(t *testing.T) {
 	p := newPool(t, Config{Workers: 2, SpinRounds: 2})
-	for r := 0; r < 50; r++ {
+	for r := 0; r < 20; r++ {
 		waitAllAsleep(t, p)
 		before := p.Stats().Stolen
-		within(t, 20*time.Second, "fib on a sleeping pool", func() {
-			Call(p, func(t *Task) int { return fib(t, 24) })
+		stolen := false
+		within(t, 30*time.Second, "a fork on a sleeping pool", func() {
+			Call(p, func(t *Task) int {
+				f := napJob.Fork(t, nap, 0)
+				deadline := time.Now().Add(10 * time.Second)
+				for p.Stats().Stolen == before && time.Now().Before(deadline) {
+					time.Sleep(50 * time.Microsecond)
+				}
+				v, ok := f.Stolen(t)
+				if !ok {
+					v = nap(t, 0)
+				}
+				stolen = ok
+				return v
+			})
 		})
-		if p.Stats().Stolen > before {
-			return
+		if !stolen {
+			t.Fatalf("round %d: a fork on a pool whose workers all slept was not stolen within 10s (the fork woke no sleeper); stats %+v", r, p.Stats())
 		}
 	}
-	t.Fatal("in 50 calls on a sleeping pool, workers never stole a fork")
 }
 
 var napJob Job[time.Duration, int]
@@ -104,10 +119,16 @@ func TestJoinerSleepsAndIsWokenByThief(t *testing.T) {
 	p := newPool(t, Config{Workers: 2, SpinRounds: 1})
 	for r := 0; r < 10; r++ {
 		waitAllAsleep(t, p)
+		before := p.Stats().Stolen
 		done := make(chan int, 1)
 		p.Go(func(t *Task) {
 			f := napJob.Fork(t, nap, 30*time.Millisecond) // eager: pushed, the other worker takes it
-			time.Sleep(5 * time.Millisecond)
+			// Wait for the thief rather than for a fixed time, which a loaded machine
+			// can outlast before it wakes the other worker.
+			deadline := time.Now().Add(10 * time.Second)
+			for p.Stats().Stolen == before && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Microsecond)
+			}
 			v, ok := f.Stolen(t)
 			if !ok {
 				v = nap(t, 0)
