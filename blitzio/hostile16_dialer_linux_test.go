@@ -130,27 +130,35 @@ func TestHostile16DialerFallbackDelay(t *testing.T) {
 	silent6, live4 := h16Blackhole(t, net.IPv6loopback), h16Live(t, net.IPv4(127, 0, 0, 1))
 	var mu sync.Mutex
 	var order []string
+	var at []time.Time
 	control := func(network, address string, c syscall.RawConn) error {
 		mu.Lock()
 		order = append(order, network)
+		at = append(at, time.Now())
 		mu.Unlock()
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	// The attempts' start times are compared, not sampled after a fixed sleep: a
+	// loaded machine may poll the dial late, but never starts the second attempt
+	// early. 4 s leaves tcp4 its 2 s even when the first poll comes late.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	f := &dialFuture{ctx: ctx, network: "tcp", addrs: []*net.TCPAddr{silent6, live4}, keepAlive: defaultKeepAlive, fallbackDelay: -1, control: control}
 	h := Spawn(rt, Future[Result[*TCPStream]](f))
-	time.Sleep(time.Second)
-	mu.Lock()
-	early := len(order)
-	mu.Unlock()
 	r, err := waitHandle(t, h)
 	if err != nil || r.Err != nil {
 		t.Fatal(err, r.Err)
 	}
 	r.Value.Close()
-	if early != 1 || len(order) != 2 || order[0] != "tcp6" || order[1] != "tcp4" {
-		t.Fatalf("attempts %v (%d after 1 s); want tcp6 alone, then tcp4 once it gave up", order, early)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != 2 || order[0] != "tcp6" || order[1] != "tcp4" {
+		t.Fatalf("attempts %v; want tcp6, then tcp4 once it gave up", order)
+	}
+	// The race of families would start tcp4 dialFallbackDelay (300 ms) in; the
+	// first attempt's share of the deadline is 2 s.
+	if gap := at[1].Sub(at[0]); gap < time.Second {
+		t.Fatalf("tcp4 started %v after tcp6; want it only once tcp6's attempt ended (2 s)", gap)
 	}
 }
 

@@ -67,14 +67,17 @@ func TestHostile4UDPDatagramEdges(t *testing.T) {
 			t.Fatalf("recv after peek: %+v %q", r, big[:r.Value.N])
 		}
 
-		// connected socket to a port nobody listens on
+		// connected socket to a port nobody listens on. It dials while dead still
+		// holds the port, and only then is dead closed: dialed after the close, the
+		// new socket could be given that same ephemeral port and be connected to
+		// itself (its "x" would come back instead of ECONNREFUSED).
 		dead, err := net.ListenUDP("udp4", &net.UDPAddr{IP: lo})
 		if err != nil {
 			t.Fatal(err)
 		}
 		deadAddr := dead.LocalAddr().(*net.UDPAddr)
-		dead.Close()
 		cc, err := DialUDP("udp4", nil, deadAddr)
+		dead.Close()
 		if err != nil {
 			t.Fatal(err)
 		}

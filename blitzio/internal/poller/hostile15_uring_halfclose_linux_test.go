@@ -71,7 +71,10 @@ func TestHostile15WriteWaitAfterPeerHalfClose(t *testing.T) {
 			if err := r.Register(a, 31, Read|Write); err != nil {
 				t.Fatal(err)
 			}
-			hostile14FillSendBuffer(t, a)
+			// Until it stays full: filled once, a TCP send buffer gets room back as
+			// the bytes in flight are acknowledged (up to 40 ms later), a true
+			// Writable that the checks below would take for the poller's mistake.
+			hostile15FillSteady(t, a)
 			shut := func() {
 				if err := unix.Shutdown(b, unix.SHUT_WR); err != nil {
 					t.Fatal(err)
