@@ -102,22 +102,39 @@ func TestTreeSumShapes(t *testing.T) {
 }
 
 // TestThievesGetWork checks that publish-on-demand really hands work to thieves: in a
-// 2-worker run, jobs are stolen.
+// 2-worker run, jobs are stolen. The job forks the root of fib and waits, with a
+// deadline, for a thief to take it before it goes on. (A version that ran fib 200 times
+// and hoped for a steal could lose every race on a loaded machine, as
+// TestForkWakesSleepers did.) A fork that is never offered to the other worker still
+// fails the test, after the deadline.
 func TestThievesGetWork(t *testing.T) {
 	p := newPool(t, Config{Workers: 2})
 	n := 24
 	if raceEnabled {
 		n = 18
 	}
-	for i := 0; i < 200 && p.Stats().Stolen == 0; i++ {
+	for r := 0; r < 5; r++ {
+		before := p.Stats().Stolen
+		stolen := false
 		done := make(chan int)
-		p.Go(func(t *Task) { done <- fib(t, n) })
-		if got := <-done; got != fibSeq(n) {
-			t.Fatalf("fib(%d) = %d", n, got)
+		p.Go(func(t *Task) {
+			f := fibJob.Fork(t, fib, n-1)
+			deadline := time.Now().Add(10 * time.Second)
+			for p.Stats().Stolen == before && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Microsecond)
+			}
+			stolen = p.Stats().Stolen != before
+			b := fib(t, n-2)
+			done <- f.Join(t) + b
+		})
+		var got int
+		within(t, 30*time.Second, "fib with a waiting root fork", func() { got = <-done })
+		if got != fibSeq(n) {
+			t.Fatalf("round %d: fib(%d) = %d", r, n, got)
 		}
-	}
-	if s := p.Stats(); s.Stolen == 0 {
-		t.Fatalf("no job was stolen in 200 runs of fib(%d) on 2 workers: %+v", n, s)
+		if !stolen {
+			t.Fatalf("round %d: the root fork of fib(%d) on 2 workers was not stolen within 10s: %+v", r, n, p.Stats())
+		}
 	}
 }
 
