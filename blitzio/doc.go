@@ -199,7 +199,8 @@
 // file (a "net" subpackage would clash with net; the addresses, errors and
 // net.KeepAliveConfig are the standard ones). Every operation is a future
 // (Accept, Read, ReadFull, Write, WriteAll, WriteVectored, Peek, Readable, Writable,
-// DialTCP, Dial), with a Poll form (PollRead, PollWrite, PollAccept) for hand-written
+// DialTCP, Dial, and a Dialer's Dial, DialUDP and DialUnix, which dial by name as
+// net.Dialer's do), with a Poll form (PollRead, PollWrite, PollAccept) for hand-written
 // state machines that allocates nothing. Dropping an unfinished operation leaves the
 // socket as if it had not started: the system call runs only inside the Poll that
 // reports its result. Errors are *net.OpError around *os.SyscallError around the errno,

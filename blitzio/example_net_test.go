@@ -3,6 +3,7 @@
 package blitzio_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -179,4 +180,47 @@ func ExampleDialer() {
 	defer r.Value.Close()
 	fmt.Println("connected to the listener:", r.Value.RemoteAddr().String() == l.Addr().String())
 	// Output: connected to the listener: true
+}
+
+// A Dialer dials UDP by "host:port" too, resolving the name on the runtime's blocking
+// pool (DialUDP), as net.Dial("udp", ...) does.
+func ExampleDialer_DialUDP() {
+	rt, err := blitzio.New(blitzio.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close()
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0") // an echo server of package net
+	if err != nil {
+		panic(err)
+	}
+	defer pc.Close()
+	go func() {
+		b := make([]byte, 64)
+		n, from, err := pc.ReadFrom(b)
+		if err == nil {
+			pc.WriteTo(b[:n], from)
+		}
+	}()
+	_, port, _ := net.SplitHostPort(pc.LocalAddr().String())
+	var d blitzio.Dialer
+	reply, err := blitzio.BlockOn(rt, blitzio.Async(func(co *blitzio.Co) string {
+		r := blitzio.Await(co, d.DialUDP(context.Background(), "udp4", "localhost:"+port))
+		if r.Err != nil {
+			return r.Err.Error()
+		}
+		c := r.Value
+		defer c.Close()
+		if s := blitzio.Await(co, c.Send([]byte("ping"))); s.Err != nil {
+			return s.Err.Error()
+		}
+		b := make([]byte, 64)
+		n := blitzio.Await(co, c.Recv(b))
+		if n.Err != nil {
+			return n.Err.Error()
+		}
+		return string(b[:n.Value])
+	}))
+	fmt.Println(reply, err)
+	// Output: ping <nil>
 }

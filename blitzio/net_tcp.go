@@ -388,8 +388,9 @@ func DialContext(ctx context.Context, network, address string) Future[Result[*TC
 	return &dialFuture{ctx: ctx, network: network, address: address, keepAlive: defaultKeepAlive}
 }
 
-// Dialer holds the options of a TCP dial, as net.Dialer does. The zero value dials as
-// Dial and DialContext do.
+// Dialer holds the options of a dial, as net.Dialer does: Dial and DialContext dial
+// TCP, DialUDP and DialUnix the other networks (each method's doc says which fields
+// apply). The zero value dials as the package's Dial and DialContext do.
 type Dialer struct {
 	// Timeout bounds the whole dial, the name's resolution included, counted from
 	// the call that makes the future (0: no bound; negative: the dial times out at
@@ -413,9 +414,10 @@ type Dialer struct {
 	// configuration (zero fields take net's defaults), and KeepAlive is ignored.
 	KeepAliveConfig net.KeepAliveConfig
 	// Control, if not nil, is called for each attempt after the socket is created
-	// and before it connects, as net.Dialer's: network is "tcp4" or "tcp6", address
-	// the address dialed, and c's Control reaches the descriptor (its Read and
-	// Write fail: the socket is not yet connected). An error fails the attempt.
+	// and before it connects, as net.Dialer's: network is "tcp4" or "tcp6" ("udp4",
+	// "udp6" or "unix" for DialUDP and DialUnix), address the address dialed, and
+	// c's Control reaches the descriptor (its Read and Write fail: the socket is not
+	// yet connected). An error fails the attempt.
 	Control func(network, address string, c syscall.RawConn) error
 	// Resolver, if not nil, resolves the host names (net.DefaultResolver
 	// otherwise), as net.Dialer's.
@@ -453,14 +455,11 @@ type dialFuture struct {
 	addrs   []*net.TCPAddr
 	port    int
 
-	resolve *JoinHandle[Result[[]net.IPAddr]]
-	// stopResolve cancels the lookup's context: aborting resolve cannot stop a
-	// function already running on the blocking pool.
-	stopResolve context.CancelFunc
-	stopCtx     func() bool
-	ctxWaker    *sharedWaker
-	done        bool
-	split       bool // addrs handed to the racers
+	lookup   hostLookup
+	stopCtx  func() bool
+	ctxWaker *sharedWaker
+	done     bool
+	split    bool // addrs handed to the racers
 
 	// The options of a Dialer (keepAlive also of DialTCP and Dial).
 	keepAlive     net.KeepAliveConfig
@@ -538,14 +537,7 @@ func (f *dialFuture) cleanup() {
 		f.stopCtx()
 		f.stopCtx = nil
 	}
-	if f.resolve != nil {
-		f.resolve.Abort()
-		f.resolve = nil
-	}
-	if f.stopResolve != nil {
-		f.stopResolve()
-		f.stopResolve = nil
-	}
+	f.lookup.cancel()
 	for _, rc := range []*dialRacer{&f.primary, &f.fallback} {
 		rc.closeFD()
 		rc.dropTimer()
@@ -880,7 +872,7 @@ func mapContextErr(err error) error {
 
 // pollResolve turns f.address into f.addrs, resolving a host name on the blocking pool.
 func (f *dialFuture) pollResolve(cx *Context) (Result[*TCPStream], bool) {
-	if f.resolve == nil {
+	if !f.lookup.started() {
 		host, portStr, err := net.SplitHostPort(f.address)
 		if err != nil {
 			return f.fail(err)
@@ -912,55 +904,16 @@ func (f *dialFuture) pollResolve(cx *Context) (Result[*TCPStream], bool) {
 			f.addrs[0].Port = port
 			return Result[*TCPStream]{}, true
 		}
-		// The lookup gets a context of its own, which cleanup cancels: a dial dropped
-		// while it resolves (its task aborted, the runtime's shutdown) ends the lookup,
-		// as net.Dialer's context does. Only Abort, it would run on to its own DNS
-		// timeouts, holding a blocking-pool goroutine that Runtime.Close waits for.
-		parent := f.ctx
-		if parent == nil {
-			parent = context.Background()
-		}
-		ctx, stop := context.WithCancel(parent)
-		f.stopResolve = stop
-		network := "ip"
-		switch f.network {
-		case "tcp4":
-			network = "ip4"
-		case "tcp6":
-			network = "ip6"
-		}
-		h := SpawnBlocking(cx, func() Result[[]net.IPAddr] {
-			ips, err := resolver.LookupIPAddr(ctx, host)
-			if err == nil && network != "ip" {
-				kept := ips[:0]
-				for _, ip := range ips {
-					if (network == "ip4") == (ip.IP.To4() != nil) {
-						kept = append(kept, ip)
-					}
-				}
-				ips = kept
-				if len(ips) == 0 {
-					err = &net.AddrError{Err: "no suitable address found", Addr: host}
-				}
-			}
-			return Result[[]net.IPAddr]{Value: ips, Err: err}
-		})
-		f.resolve = &h
+		f.lookup.start(cx, f.ctx, resolver, f.network, host)
 	}
-	r, ok := f.resolve.Poll(cx)
+	r, ok := f.lookup.poll(cx)
 	if !ok {
 		return Result[*TCPStream]{}, false
 	}
-	f.resolve = nil
-	f.stopResolve()
-	f.stopResolve = nil
 	if r.Err != nil {
 		return f.fail(r.Err)
 	}
-	if r.Value.Err != nil {
-		return f.fail(r.Value.Err)
-	}
-	for _, ip := range r.Value.Value {
+	for _, ip := range r.Value {
 		f.addrs = append(f.addrs, &net.TCPAddr{IP: ip.IP, Port: f.port, Zone: ip.Zone})
 	}
 	if f.addrs == nil {
@@ -988,13 +941,14 @@ func literalTCPAddr(network, address string) *net.TCPAddr {
 	return a
 }
 
-// ipSuitsNetwork is net's filter of resolved addresses: "tcp4" keeps IPv4 addresses
-// (IPv4-mapped ones included), "tcp6" the IPv6 addresses that are not IPv4-mapped.
+// ipSuitsNetwork is net's filter of resolved addresses: "tcp4" and "udp4" keep IPv4
+// addresses (IPv4-mapped ones included), "tcp6" and "udp6" the IPv6 addresses that are
+// not IPv4-mapped.
 func ipSuitsNetwork(network string, ip net.IP) bool {
 	switch network {
-	case "tcp4":
+	case "tcp4", "udp4":
 		return ip.To4() != nil
-	case "tcp6":
+	case "tcp6", "udp6":
 		return len(ip) == net.IPv6len && ip.To4() == nil
 	}
 	return true

@@ -25,7 +25,7 @@ func isUDPNetwork(network string) bool {
 // "udp6"; a nil laddr or port 0 picks an ephemeral port). It is attached to the
 // runtime of the first task (or BlockOn) that uses it.
 func ListenUDP(network string, laddr *net.UDPAddr) (*UDPConn, error) {
-	return udpSocket("listen", network, laddr, nil)
+	return udpSocket("listen", network, laddr, nil, nil)
 }
 
 // DialUDP opens a UDP socket connected to raddr (and bound to laddr if not nil): Send
@@ -35,7 +35,7 @@ func DialUDP(network string, laddr, raddr *net.UDPAddr) (*UDPConn, error) {
 	if raddr == nil {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: errMissingAddress}
 	}
-	return udpSocket("dial", network, laddr, raddr)
+	return udpSocket("dial", network, laddr, raddr, nil)
 }
 
 // errMissingAddress is package net's error for a missing address. It is a plain
@@ -73,7 +73,10 @@ func udpDest(addr *net.UDPAddr) net.Addr {
 	return addr
 }
 
-func udpSocket(op, network string, laddr, raddr *net.UDPAddr) (*UDPConn, error) {
+// udpSocket opens a UDP socket bound to laddr (if not nil, or if raddr is nil) and
+// connected to raddr (if not nil). control, if not nil, is a Dialer's Control: called
+// before the bind and the connect, as net's.
+func udpSocket(op, network string, laddr, raddr *net.UDPAddr, control func(network, address string, c syscall.RawConn) error) (*UDPConn, error) {
 	opErr := func(err error) error {
 		var a net.Addr
 		if raddr != nil {
@@ -111,6 +114,20 @@ func udpSocket(op, network string, laddr, raddr *net.UDPAddr) (*UDPConn, error) 
 	if family == unix.AF_INET6 {
 		if err := unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, boolInt(!dual)); err != nil {
 			return fail("setsockopt", err)
+		}
+	}
+	if control != nil {
+		cnet, caddr := "udp4", ""
+		if family == unix.AF_INET6 {
+			cnet = "udp6"
+		}
+		if raddr != nil {
+			caddr = raddr.String()
+		} else if laddr != nil {
+			caddr = laddr.String()
+		}
+		if err := runControl(control, cnet, caddr, s); err != nil {
+			return nil, opErr(err) // runControl closed s
 		}
 	}
 	if laddr != nil || raddr == nil {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,7 +21,10 @@ func sockaddrToUnix(sa unix.Sockaddr, network string) *net.UnixAddr {
 	return &net.UnixAddr{Net: network}
 }
 
-func unixSocket(op, network string, sotype int, laddr, raddr *net.UnixAddr) (*netFD, error) {
+// unixSocket opens a Unix socket of sotype bound to laddr and connected to raddr (each
+// if not nil). control, if not nil, is a Dialer's Control: called before the bind and
+// the connect, as net's.
+func unixSocket(op, network string, sotype int, laddr, raddr *net.UnixAddr, control func(network, address string, c syscall.RawConn) error) (*netFD, error) {
 	opErr := func(err error) error {
 		var a net.Addr
 		if raddr != nil {
@@ -33,6 +37,17 @@ func unixSocket(op, network string, sotype int, laddr, raddr *net.UnixAddr) (*ne
 	s, err := newSocket(unix.AF_UNIX, sotype, 0)
 	if err != nil {
 		return nil, opErr(err)
+	}
+	if control != nil {
+		caddr := ""
+		if raddr != nil {
+			caddr = raddr.Name
+		} else if laddr != nil {
+			caddr = laddr.Name
+		}
+		if err := runControl(control, network, caddr, s); err != nil {
+			return nil, opErr(err) // runControl closed s
+		}
 	}
 	if laddr != nil && laddr.Name != "" {
 		if err := unix.Bind(s, &unix.SockaddrUnix{Name: laddr.Name}); err != nil {
@@ -81,7 +96,7 @@ func ListenUnix(network string, laddr *net.UnixAddr) (*UnixListener, error) {
 	if laddr == nil || laddr.Name == "" {
 		return nil, &net.OpError{Op: "listen", Net: network, Err: errMissingAddress}
 	}
-	fd, err := unixSocket("listen", network, unix.SOCK_STREAM, laddr, nil)
+	fd, err := unixSocket("listen", network, unix.SOCK_STREAM, laddr, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -171,13 +186,17 @@ type UnixStream struct {
 // once, so this is not a future: the connection is attached to the runtime of the
 // first task that uses it.
 func DialUnix(network string, laddr, raddr *net.UnixAddr) (*UnixStream, error) {
+	return dialUnix(network, laddr, raddr, nil)
+}
+
+func dialUnix(network string, laddr, raddr *net.UnixAddr, control func(network, address string, c syscall.RawConn) error) (*UnixStream, error) {
 	if network != "unix" {
 		return nil, &net.OpError{Op: "dial", Net: network, Addr: raddr, Err: net.UnknownNetworkError(network)}
 	}
 	if raddr == nil || raddr.Name == "" {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: errMissingAddress}
 	}
-	fd, err := unixSocket("dial", network, unix.SOCK_STREAM, laddr, raddr)
+	fd, err := unixSocket("dial", network, unix.SOCK_STREAM, laddr, raddr, control)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +285,7 @@ func ListenUnixgram(network string, laddr *net.UnixAddr) (*UnixConn, error) {
 	if network != "unixgram" {
 		return nil, &net.OpError{Op: "listen", Net: network, Addr: laddr, Err: net.UnknownNetworkError(network)}
 	}
-	fd, err := unixSocket("listen", network, unix.SOCK_DGRAM, laddr, nil)
+	fd, err := unixSocket("listen", network, unix.SOCK_DGRAM, laddr, nil, nil)
 	if err != nil {
 		return nil, err
 	}
