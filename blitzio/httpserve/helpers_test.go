@@ -95,6 +95,30 @@ func (ts *testServer) dial(t *testing.T) net.Conn {
 	return c
 }
 
+// dialSending dials ts and writes raw at once, for a server whose header timeout d
+// runs from the accept (as net/http's). A test stalled between its dial and its write
+// for longer than d (a loaded CI machine stalls for over a second) sees a correct server
+// close the connection before its request came; so an attempt whose write took over
+// d/2 (half left for the kernel to deliver the bytes) is dropped and the dial redone.
+// An attempt kept wrote well within d: a server that closes it too early still fails.
+func (ts *testServer) dialSending(t *testing.T, raw string, d time.Duration) net.Conn {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		c := ts.dial(t)
+		if _, err := io.WriteString(c, raw); err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(start) < d/2 {
+			return c
+		}
+		c.Close()
+		if attempt == 100 {
+			t.Skipf("100 dials in a row took over %v to write their request: too loaded to check a %v header timeout", d/2, d)
+		}
+	}
+}
+
 // roundTrip writes raw and reads one response.
 func roundTrip(t *testing.T, c net.Conn, br *bufio.Reader, raw, method string) *http.Response {
 	t.Helper()

@@ -320,13 +320,17 @@ func TestHostile9BodyReadDeadlineCancelsContext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hs := &http.Server{Handler: h, ReadTimeout: 100 * time.Millisecond, ErrorLog: discardLog()}
+		// ReadTimeout alone would bound the head too, from the accept (or, in net/http,
+		// from the start of the read): a test stalled before its write would see its
+		// request dropped, rightly, and wait for a handler that never runs. A long
+		// ReadHeaderTimeout leaves the 100 ms to the body.
+		hs := &http.Server{Handler: h, ReadTimeout: 100 * time.Millisecond, ReadHeaderTimeout: 20 * time.Second, ErrorLog: discardLog()}
 		go hs.Serve(l)
 		defer hs.Close()
 		check(t, l.Addr().String())
 	})
 	eachBackend(t, func(t *testing.T, b blitzio.Backend) {
-		check(t, start(t, b, &Server{Handler: h, ReadTimeout: 100 * time.Millisecond, ErrorLog: discardLog()}).addr)
+		check(t, start(t, b, &Server{Handler: h, ReadTimeout: 100 * time.Millisecond, ReadHeaderTimeout: 20 * time.Second, ErrorLog: discardLog()}).addr)
 	})
 }
 

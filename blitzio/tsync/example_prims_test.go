@@ -95,12 +95,14 @@ func ExampleSemaphore() {
 	for _, h := range hs {
 		h.Wait()
 	}
-	fmt.Println("peak:", peak)
+	// Whether two of them overlapped depends on the scheduling (a loaded machine may run
+	// them one after the other); the bound does not.
+	fmt.Println("at most 2 at once:", peak <= 2)
 	sem.Close()
 	_, err := sem.Acquire(1)
 	fmt.Println(errors.Is(err, tsync.ErrSemaphoreClosed))
 	// Output:
-	// peak: 2
+	// at most 2 at once: true
 	// true
 }
 
