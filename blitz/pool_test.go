@@ -119,10 +119,7 @@ func TestThievesGetWork(t *testing.T) {
 		done := make(chan int)
 		p.Go(func(t *Task) {
 			f := fibJob.Fork(t, fib, n-1)
-			deadline := time.Now().Add(10 * time.Second)
-			for p.Stats().Stolen == before && time.Now().Before(deadline) {
-				time.Sleep(50 * time.Microsecond)
-			}
+			waitStolenSince(p, before)
 			stolen = p.Stats().Stolen != before
 			b := fib(t, n-2)
 			done <- f.Join(t) + b

@@ -41,6 +41,16 @@ func waitAllAsleep(tb testing.TB, p *Pool) {
 	}
 }
 
+// waitStolenSince waits, up to 10 s, until p's Stolen count exceeds before: a job that
+// forked waits here for a thief to take its fork, however late the thief wakes, and
+// the caller then checks whether it did.
+func waitStolenSince(p *Pool, before uint64) {
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Stats().Stolen == before && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
 // TestSleepyPoolWakesForNewWork posts work after every worker fell asleep, many times:
 // a lost wake-up shows as a timeout, not a hang.
 func TestSleepyPoolWakesForNewWork(t *testing.T) {
@@ -91,10 +101,7 @@ func TestForkWakesSleepers(t *testing.T) {
 		within(t, 30*time.Second, "a fork on a sleeping pool", func() {
 			Call(p, func(t *Task) int {
 				f := napJob.Fork(t, nap, 0)
-				deadline := time.Now().Add(10 * time.Second)
-				for p.Stats().Stolen == before && time.Now().Before(deadline) {
-					time.Sleep(50 * time.Microsecond)
-				}
+				waitStolenSince(p, before)
 				v, ok := f.Stolen(t)
 				if !ok {
 					v = nap(t, 0)
@@ -125,10 +132,7 @@ func TestJoinerSleepsAndIsWokenByThief(t *testing.T) {
 			f := napJob.Fork(t, nap, 30*time.Millisecond) // eager: pushed, the other worker takes it
 			// Wait for the thief rather than for a fixed time, which a loaded machine
 			// can outlast before it wakes the other worker.
-			deadline := time.Now().Add(10 * time.Second)
-			for p.Stats().Stolen == before && time.Now().Before(deadline) {
-				time.Sleep(50 * time.Microsecond)
-			}
+			waitStolenSince(p, before)
 			v, ok := f.Stolen(t)
 			if !ok {
 				v = nap(t, 0)

@@ -50,6 +50,24 @@ func (l *hostLookup) start(cx *Context, parent context.Context, resolver *net.Re
 	l.h = &h
 }
 
+// splitDialAddress splits a dial's "host:port" and looks the port up (a service name
+// such as "http" too) with resolver, or net.DefaultResolver if it is nil, which it
+// returns for the host's lookup.
+func splitDialAddress(resolver *net.Resolver, network, address string) (*net.Resolver, string, int, error) {
+	host, portStr, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	if resolver == nil {
+		resolver = net.DefaultResolver
+	}
+	port, err := resolver.LookupPort(context.Background(), network, portStr)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	return resolver, host, port, nil
+}
+
 // poll reports the lookup's addresses or its error once it ended.
 func (l *hostLookup) poll(cx *Context) (Result[[]net.IPAddr], bool) {
 	r, ok := l.h.Poll(cx)
@@ -196,15 +214,7 @@ func (f *udpDialFuture) Poll(cx *Context) (Result[*UDPConn], bool) {
 		return f.fail(mapContextErr(err))
 	}
 	if !f.lookup.started() {
-		host, portStr, err := net.SplitHostPort(f.address)
-		if err != nil {
-			return f.fail(err)
-		}
-		resolver := f.resolver
-		if resolver == nil {
-			resolver = net.DefaultResolver
-		}
-		port, err := resolver.LookupPort(context.Background(), f.network, portStr)
+		resolver, host, port, err := splitDialAddress(f.resolver, f.network, f.address)
 		if err != nil {
 			return f.fail(err)
 		}

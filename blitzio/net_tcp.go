@@ -873,15 +873,7 @@ func mapContextErr(err error) error {
 // pollResolve turns f.address into f.addrs, resolving a host name on the blocking pool.
 func (f *dialFuture) pollResolve(cx *Context) (Result[*TCPStream], bool) {
 	if !f.lookup.started() {
-		host, portStr, err := net.SplitHostPort(f.address)
-		if err != nil {
-			return f.fail(err)
-		}
-		resolver := f.resolver
-		if resolver == nil {
-			resolver = net.DefaultResolver
-		}
-		port, err := resolver.LookupPort(context.Background(), f.network, portStr)
+		resolver, host, port, err := splitDialAddress(f.resolver, f.network, f.address)
 		if err != nil {
 			return f.fail(err)
 		}
