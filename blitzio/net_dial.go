@@ -54,6 +54,9 @@ func (l *hostLookup) start(cx *Context, parent context.Context, resolver *net.Re
 // such as "http" too) with resolver, or net.DefaultResolver if it is nil, which it
 // returns for the host's lookup.
 func splitDialAddress(resolver *net.Resolver, network, address string) (*net.Resolver, string, int, error) {
+	if address == "" {
+		return nil, "", 0, errMissingAddress // as net's, not SplitHostPort's "missing port"
+	}
 	host, portStr, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, "", 0, err
@@ -99,10 +102,10 @@ func (l *hostLookup) cancel() {
 // "udp6", as net.Dialer's Dial does for those networks. A host name is resolved with
 // d.Resolver on the runtime's blocking pool, and the socket is connected to the first
 // of its addresses that suits the network (and LocalAddr's family, when LocalAddr has
-// an IP): a UDP connect does not wait for the peer, so no other address is tried. An
-// empty host is the local system, as in net. d.Timeout and ctx bound the resolution;
-// an error that ends it by them is a timeout net.Error or wraps ctx.Err(), as
-// DialContext's.
+// an IP other than a wildcard): a UDP connect does not wait for the peer, so no other
+// address is tried. An empty host is the local system, as in net. d.Timeout and ctx
+// bound the resolution; an error that ends it by them is a timeout net.Error or wraps
+// ctx.Err(), as DialContext's.
 //
 // LocalAddr's IP, port and zone are the local address (nil: the system picks), and
 // Control is called before the socket is bound and connected, with network "udp4" or
@@ -189,12 +192,13 @@ func (f *udpDialFuture) connect(raddr *net.UDPAddr) (Result[*UDPConn], bool) {
 }
 
 // suits reports whether ip may be dialed: of the network's family, and of the local
-// address's when it has an IP.
+// address's when it has an IP that is not a wildcard (as net's, which dials any address
+// from 0.0.0.0 or ::, on a dual-stack socket when needed).
 func (f *udpDialFuture) suits(ip net.IP) bool {
 	if !ipSuitsNetwork(f.network, ip) {
 		return false
 	}
-	if f.laddr == nil || len(f.laddr.IP) == 0 {
+	if f.laddr == nil || len(f.laddr.IP) == 0 || f.laddr.IP.IsUnspecified() || ip.IsUnspecified() {
 		return true
 	}
 	return (f.laddr.IP.To4() != nil) == (ip.To4() != nil)

@@ -78,13 +78,16 @@ func udpDest(addr *net.UDPAddr) net.Addr {
 // before the bind and the connect, as net's.
 func udpSocket(op, network string, laddr, raddr *net.UDPAddr, control func(network, address string, c syscall.RawConn) error) (*UDPConn, error) {
 	opErr := func(err error) error {
-		var a net.Addr
+		var src, a net.Addr
 		if raddr != nil {
 			a = raddr
+			if laddr != nil {
+				src = laddr // as net.DialUDP's: Source is the local address asked for
+			}
 		} else if laddr != nil {
 			a = laddr
 		}
-		return &net.OpError{Op: op, Net: network, Addr: a, Err: err}
+		return &net.OpError{Op: op, Net: network, Source: src, Addr: a, Err: err}
 	}
 	if !isUDPNetwork(network) {
 		return nil, opErr(net.UnknownNetworkError(network))
@@ -100,8 +103,16 @@ func udpSocket(op, network string, laddr, raddr *net.UDPAddr, control func(netwo
 	if err != nil {
 		return nil, opErr(err)
 	}
-	if raddr != nil && network == "udp" && raddr.IP.To4() != nil {
+	if raddr != nil && network == "udp" {
+		// A dial picks as net's favoriteAddrFamily: IPv4 unless one of the addresses
+		// is IPv6 (a nil IP, the local system or the system's choice of source, counts
+		// as IPv4, so ":53" reaches 127.0.0.1 as net.Dial's does, not ::1), and else a
+		// dual-stack IPv6 socket (which an IPv4 peer is reached from as a v4-mapped
+		// address: LocalAddr "::" to 127.0.0.1).
 		family, dual = unix.AF_INET, false
+		if !udpAddrIsV4(laddr) || !udpAddrIsV4(raddr) {
+			family, dual = unix.AF_INET6, true
+		}
 	}
 	s, err := newSocket(family, unix.SOCK_DGRAM, unix.IPPROTO_UDP)
 	if err != nil {
@@ -135,7 +146,11 @@ func udpSocket(op, network string, laddr, raddr *net.UDPAddr, control func(netwo
 		if a == nil {
 			a = &net.UDPAddr{}
 		}
-		sa, err := ipZoneToSockaddr(family, a.IP, a.Port, a.Zone)
+		ip := a.IP
+		if raddr != nil {
+			ip = udpWildcard6(family, ip)
+		}
+		sa, err := ipZoneToSockaddr(family, ip, a.Port, a.Zone)
 		if err != nil {
 			unix.Close(s)
 			return nil, opErr(err)
@@ -146,7 +161,7 @@ func udpSocket(op, network string, laddr, raddr *net.UDPAddr, control func(netwo
 	}
 	fd := newNetFD(s, family, unix.SOCK_DGRAM, network)
 	if raddr != nil {
-		rsa, err := ipZoneToSockaddr(family, raddr.IP, raddr.Port, raddr.Zone)
+		rsa, err := ipZoneToSockaddr(family, udpWildcard6(family, raddr.IP), raddr.Port, raddr.Zone)
 		if err != nil {
 			unix.Close(s)
 			return nil, opErr(err)
@@ -167,6 +182,22 @@ func udpSocket(op, network string, laddr, raddr *net.UDPAddr, control func(netwo
 		fd.laddr = sockaddrToUDP(lsa)
 	}
 	return &UDPConn{fd: fd}, nil
+}
+
+// udpAddrIsV4 is net's UDPAddr.family() == AF_INET: nil, a nil (or short) IP, or an
+// IPv4 address.
+func udpAddrIsV4(a *net.UDPAddr) bool {
+	return a == nil || len(a.IP) <= net.IPv4len || a.IP.To4() != nil
+}
+
+// udpWildcard6 is ip as net's ipToSockaddr gives it to a dial's IPv6 socket: 0.0.0.0
+// is the IPv6 wildcard "::", not the v4-mapped ::ffff:0.0.0.0 (which a dual-stack
+// socket bound to it could not send to IPv6 peers from).
+func udpWildcard6(family int, ip net.IP) net.IP {
+	if family == unix.AF_INET6 && ip.Equal(net.IPv4zero) {
+		return net.IPv6zero
+	}
+	return ip
 }
 
 // LocalAddr returns the local address.

@@ -49,15 +49,18 @@ func unixSocket(op, network string, sotype int, laddr, raddr *net.UnixAddr, cont
 			return nil, opErr(err) // runControl closed s
 		}
 	}
+	// syscall's Bind and Connect, not x/sys/unix's: its SockaddrUnix refuses an
+	// abstract name that fills sun_path (it keeps a byte for a NUL that an abstract
+	// name does not have), which net's, built on syscall's, accepts.
 	if laddr != nil && laddr.Name != "" {
-		if err := unix.Bind(s, &unix.SockaddrUnix{Name: laddr.Name}); err != nil {
+		if err := syscall.Bind(s, &syscall.SockaddrUnix{Name: laddr.Name}); err != nil {
 			unix.Close(s)
 			return nil, opErr(os.NewSyscallError("bind", err))
 		}
 	}
 	fd := newNetFD(s, unix.AF_UNIX, sotype, network)
 	if raddr != nil {
-		if err := unix.Connect(s, &unix.SockaddrUnix{Name: raddr.Name}); err != nil {
+		if err := syscall.Connect(s, &syscall.SockaddrUnix{Name: raddr.Name}); err != nil {
 			// A full backlog is EAGAIN for Unix sockets: reported, as Go's net does.
 			unix.Close(s)
 			return nil, opErr(os.NewSyscallError("connect", err))
