@@ -374,7 +374,10 @@ func ipZoneToSockaddr(family int, ip net.IP, port int, zone string) (unix.Sockad
 		return sa, nil
 	}
 	ip6 := ip.To16()
-	if len(ip) == 0 {
+	if len(ip) == 0 || ip.Equal(net.IPv4zero) {
+		// As net's: 0.0.0.0 on an IPv6 socket is the IPv6 wildcard, not the
+		// v4-mapped ::ffff:0.0.0.0, which would limit a dual-stack socket ("tcp" or
+		// "udp" on 0.0.0.0, as net.Listen binds it) to IPv4.
 		ip6 = net.IPv6zero
 	}
 	if ip6 == nil {

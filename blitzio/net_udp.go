@@ -146,11 +146,7 @@ func udpSocket(op, network string, laddr, raddr *net.UDPAddr, control func(netwo
 		if a == nil {
 			a = &net.UDPAddr{}
 		}
-		ip := a.IP
-		if raddr != nil {
-			ip = udpWildcard6(family, ip)
-		}
-		sa, err := ipZoneToSockaddr(family, ip, a.Port, a.Zone)
+		sa, err := ipZoneToSockaddr(family, a.IP, a.Port, a.Zone)
 		if err != nil {
 			unix.Close(s)
 			return nil, opErr(err)
@@ -161,7 +157,7 @@ func udpSocket(op, network string, laddr, raddr *net.UDPAddr, control func(netwo
 	}
 	fd := newNetFD(s, family, unix.SOCK_DGRAM, network)
 	if raddr != nil {
-		rsa, err := ipZoneToSockaddr(family, udpWildcard6(family, raddr.IP), raddr.Port, raddr.Zone)
+		rsa, err := ipZoneToSockaddr(family, raddr.IP, raddr.Port, raddr.Zone)
 		if err != nil {
 			unix.Close(s)
 			return nil, opErr(err)
@@ -188,16 +184,6 @@ func udpSocket(op, network string, laddr, raddr *net.UDPAddr, control func(netwo
 // IPv4 address.
 func udpAddrIsV4(a *net.UDPAddr) bool {
 	return a == nil || len(a.IP) <= net.IPv4len || a.IP.To4() != nil
-}
-
-// udpWildcard6 is ip as net's ipToSockaddr gives it to a dial's IPv6 socket: 0.0.0.0
-// is the IPv6 wildcard "::", not the v4-mapped ::ffff:0.0.0.0 (which a dual-stack
-// socket bound to it could not send to IPv6 peers from).
-func udpWildcard6(family int, ip net.IP) net.IP {
-	if family == unix.AF_INET6 && ip.Equal(net.IPv4zero) {
-		return net.IPv6zero
-	}
-	return ip
 }
 
 // LocalAddr returns the local address.
