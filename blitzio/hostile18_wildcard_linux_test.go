@@ -80,3 +80,37 @@ func TestHostile18ListenIPv4WildcardIsDualStack(t *testing.T) {
 		}
 	})
 }
+
+// TestHostile18DialerWildcardLocalAddrTCP: a Dialer whose LocalAddr is a wildcard
+// (0.0.0.0 or ::, a port at most) dials either family on "tcp", as net.Dialer's. Before,
+// it kept only the addresses of the wildcard's family ("no suitable address found").
+func TestHostile18DialerWildcardLocalAddrTCP(t *testing.T) {
+	if !ipv6Supported() {
+		t.Skip("no IPv6 here")
+	}
+	forEachBackend(t, func(t *testing.T, cfg Config) {
+		netWatchdog(t, 60*time.Second)
+		rt := newRT(t, cfg)
+		live4, live6 := h16Live(t, net.IPv4(127, 0, 0, 1)), h16Live(t, net.IPv6loopback)
+		for _, local := range []net.IP{net.IPv4zero, net.IPv6unspecified} {
+			for _, to := range []*net.TCPAddr{live4, live6} {
+				nd := &net.Dialer{LocalAddr: &net.TCPAddr{IP: local}}
+				nc, nerr := nd.Dial("tcp", to.String())
+				if nerr == nil {
+					nc.Close()
+				}
+				d := &Dialer{LocalAddr: &net.TCPAddr{IP: local}}
+				r := blockOn(t, rt, d.Dial("tcp", to.String()))
+				if (r.Err == nil) != (nerr == nil) {
+					t.Fatalf("Dialer{LocalAddr: %v}.Dial(tcp, %v): %v; net.Dialer's: %v", local, to, r.Err, nerr)
+				}
+				if r.Err == nil {
+					if got := r.Value.RemoteAddr().(*net.TCPAddr); got.Port != to.Port {
+						t.Fatalf("connected to %v, want %v", got, to)
+					}
+					r.Value.Close()
+				}
+			}
+		}
+	})
+}

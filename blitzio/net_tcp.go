@@ -593,8 +593,9 @@ func (f *dialFuture) Poll(cx *Context) (Result[*TCPStream], bool) {
 	}
 	if !f.split {
 		f.split = true
-		if f.address != "" && f.laddr != nil && len(f.laddr.IP) > 0 {
-			// As net.Dialer with a LocalAddr: only the addresses of its family.
+		if f.address != "" && f.laddr != nil && len(f.laddr.IP) > 0 && !f.laddr.IP.IsUnspecified() {
+			// As net.Dialer with a LocalAddr: only the addresses of its family (a
+			// wildcard, 0.0.0.0 or ::, restricts none).
 			v4 := f.laddr.IP.To4() != nil
 			var kept []*net.TCPAddr
 			for _, a := range f.addrs {
@@ -981,6 +982,14 @@ func (f *dialFuture) start(cx *Context, raddr *net.TCPAddr) (*netFD, error) {
 		// net.Dial(":80") does. A dual-stack socket would connect to ::1 instead.
 		family = unix.AF_INET
 	}
+	// An IPv6 local address (the wildcard "::": a specific one kept only addresses
+	// of its family) with an IPv4 peer on "tcp": a dual-stack IPv6 socket, as net's,
+	// which reaches the peer as ::ffff:a.b.c.d.
+	dual := family == unix.AF_INET && f.network == "tcp" && f.laddr != nil &&
+		len(f.laddr.IP) == net.IPv6len && f.laddr.IP.To4() == nil
+	if dual {
+		family = unix.AF_INET6
+	}
 	rsa, err := ipZoneToSockaddr(family, raddr.IP, raddr.Port, raddr.Zone)
 	if err != nil {
 		return nil, err
@@ -988,6 +997,12 @@ func (f *dialFuture) start(cx *Context, raddr *net.TCPAddr) (*netFD, error) {
 	s, err := newSocket(family, unix.SOCK_STREAM, unix.IPPROTO_TCP)
 	if err != nil {
 		return nil, err
+	}
+	if dual {
+		if err := unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0); err != nil {
+			unix.Close(s)
+			return nil, os.NewSyscallError("setsockopt", err)
+		}
 	}
 	fd := newNetFD(s, family, unix.SOCK_STREAM, f.network)
 	fd.raddr = raddr
