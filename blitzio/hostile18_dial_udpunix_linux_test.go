@@ -191,66 +191,30 @@ func TestHostile18DialerDialUDPContext(t *testing.T) {
 		t.Fatalf("DialUDP with a negative Timeout: %v, want a timeout", r.Err)
 	}
 
-	asked := make(chan struct{}, 16)
-	ended := make(chan error, 16)
-	rd := &Dialer{Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
-		asked <- struct{}{}
-		<-ctx.Done()
-		ended <- ctx.Err()
-		return nil, ctx.Err()
-	}}}
-	waitAsked := func(done <-chan struct{}) {
-		t.Helper()
-		select {
-		case <-asked:
-		case <-done:
-			t.Skip("this system's name service switch does not ask DNS")
-		case <-time.After(20 * time.Second):
-			t.Fatal("the resolver was never asked")
-		}
-	}
-	waitEnded := func(what string) {
-		t.Helper()
-		select {
-		case err := <-ended:
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("%s: the lookup ended with %v, want it cancelled", what, err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%s: the lookup was never cancelled", what)
-		}
-	}
+	sr := newStallingResolver()
+	rd := &Dialer{Resolver: sr.Resolver}
 
 	// Cancelled while resolving: the context's error, and the lookup ends.
 	ctx, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	h := Spawn(rt, rd.DialUDP(ctx, "udp", "blitzio-test.invalid:53"))
-	done := make(chan struct{})
-	go func() { h.Wait(); close(done) }()
-	waitAsked(done)
+	waitAskedFor(t, sr, h)
 	cancel2()
 	r, err := waitHandle(t, h)
 	if err != nil || !errors.Is(r.Err, context.Canceled) {
 		t.Fatalf("DialUDP cancelled while resolving: %v, %v; want context.Canceled", r.Err, err)
 	}
-	waitEnded("DialUDP cancelled while resolving")
-	for len(ended) > 0 || len(asked) > 0 {
-		select {
-		case <-ended:
-		case <-asked:
-		}
-	}
+	sr.waitCancelled(t, "a DialUDP cancelled while resolving")
+	sr.drain()
 
 	// Dropped (its task aborted) while resolving: the lookup ends.
 	h = Spawn(rt, rd.DialUDP(context.Background(), "udp", "blitzio-test.invalid:53"))
-	done2 := make(chan struct{})
-	go func() { h.Wait(); close(done2) }()
-	waitAsked(done2)
+	waitAskedFor(t, sr, h)
 	h.Abort()
 	if _, err := waitHandle(t, h); !errors.Is(err, ErrCancelled) {
 		t.Fatalf("aborted DialUDP: %v", err)
 	}
-	waitEnded("DialUDP dropped while resolving")
+	sr.waitCancelled(t, "a DialUDP dropped while resolving")
 }
 
 // TestHostile18DialerDialUnix: Dialer.DialUnix connects to a path and to an abstract
