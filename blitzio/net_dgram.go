@@ -5,6 +5,7 @@ package blitzio
 import (
 	"errors"
 	"net"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -39,7 +40,16 @@ func (fd *netFD) pollRecvFrom(cx *Context, w *Waker, p []byte, peek bool) (n int
 func (fd *netFD) pollSendTo(cx *Context, w *Waker, p []byte, sa unix.Sockaddr, dest net.Addr) (Result[int], bool) {
 	unixDgram := fd.family == unix.AF_UNIX && fd.sotype == unix.SOCK_DGRAM
 	n, err, ready := fd.pollIO(cx, dirWrite, w, func(s int) (int, error) {
-		n, err := unix.SendmsgN(s, p, nil, sa, unix.MSG_NOSIGNAL)
+		var n int
+		var err error
+		if u, ok := sa.(*unix.SockaddrUnix); ok {
+			// syscall's sockaddr, not x/sys/unix's, for a Unix name: x/sys/unix keeps
+			// a byte for a NUL that an abstract name filling sun_path does not have,
+			// and refuses that name, which net's sends (as unixSocket's bind).
+			n, err = syscall.SendmsgN(s, p, nil, &syscall.SockaddrUnix{Name: u.Name}, unix.MSG_NOSIGNAL)
+		} else {
+			n, err = unix.SendmsgN(s, p, nil, sa, unix.MSG_NOSIGNAL)
+		}
 		if err == unix.EAGAIN && unixDgram {
 			// The receiver's queue is full while our own buffer has room: poll says
 			// writable, and no wake-up comes when the receiver drains (the failed send
